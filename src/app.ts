@@ -1,0 +1,69 @@
+// Builds the gateway from its parts. It never listens, exits or reads the environment: src/main.ts
+// does that, and tests build the same app with their own parts.
+import { randomUUID } from 'node:crypto';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { IncomingMessage } from 'node:http';
+import type { TenantDirectory } from './auth/tenant-directory.ts';
+import type { GatewayConfig } from './config/schema.ts';
+import { answerFrameworkError, installErrorHandling } from './errors/error-handler.ts';
+import { installDraining } from './gateway/draining.ts';
+import { registerGatewayRoutes, type CredentialSource } from './gateway/routes.ts';
+import type { GatewayMetrics } from './observability/metrics.ts';
+import { installRequestObserver } from './observability/request-observer.ts';
+import type { UpstreamClient } from './upstream/client.ts';
+import type { UsageMeter } from './usage/meter.ts';
+import { installJsonBodyParser } from './validation/json-body.ts';
+
+export interface AppDependencies {
+  logger: FastifyBaseLogger;
+  /** Read per request, so a configuration reload swaps tenants without a restart. */
+  tenants: () => TenantDirectory;
+  credentials: CredentialSource;
+  metrics: GatewayMetrics;
+  upstream: UpstreamClient;
+  usage: UsageMeter;
+  now?: () => number;
+}
+
+// A client's X-Request-Id is kept only when it is short and plain enough to log and echo safely.
+const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+function requestIdFor(request: IncomingMessage): string {
+  const offered = request.headers['x-request-id'];
+  return typeof offered === 'string' && SANE_REQUEST_ID.test(offered) ? offered : randomUUID();
+}
+
+export function buildApp(config: GatewayConfig, deps: AppDependencies): FastifyInstance {
+  const app = Fastify({
+    loggerInstance: deps.logger,
+    // The request observer writes the one log line per request, from an allowlist of fields.
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'requestId' }),
+    frameworkErrors: answerFrameworkError,
+    genReqId: requestIdFor,
+    requestIdHeader: false,
+    bodyLimit: config.server.bodyLimitBytes,
+    trustProxy: config.server.trustProxy,
+    requestTimeout: config.server.requestTimeoutMs,
+    // src/gateway/draining.ts answers requests that arrive while closing, in the envelope.
+    return503OnClosing: false,
+    exposeHeadRoutes: false,
+    routerOptions: {
+      caseSensitive: true,
+      ignoreTrailingSlash: false,
+      ignoreDuplicateSlashes: false,
+    },
+  });
+
+  installErrorHandling(app);
+  installDraining(app);
+  installRequestObserver(app, deps.metrics);
+  installJsonBodyParser(app, config.server.bodyLimitBytes);
+  registerGatewayRoutes(app, {
+    tenants: deps.tenants,
+    credentials: deps.credentials,
+    upstream: deps.upstream,
+    usage: deps.usage,
+    now: deps.now ?? Date.now,
+  });
+  return app;
+}

@@ -1,0 +1,86 @@
+// `npm run gengate -- simulator`: the upstream simulator alone, until SIGINT or SIGTERM.
+import { once } from 'node:events';
+import { parseArgs } from 'node:util';
+import { DEFAULT_PROCESSING_MS, DEFAULT_QUEUED_MS, DEFAULT_REQUESTS_PER_MINUTE } from '../simulator/app.ts';
+import { startSimulator } from '../simulator/server.ts';
+import { EXIT_INVALID, EXIT_OK } from './exit-codes.ts';
+import type { SimulatedToken } from '../simulator/accounts.ts';
+
+const DEFAULT_PORT = 8090;
+const DEFAULT_HOST = '127.0.0.1';
+// The demo's fake upstream tokens; config/demo-secrets/ holds the same values.
+const DEMO_TOKENS: SimulatedToken[] = [
+  { name: 'shared', token: 'sim_shared_3c1f9a0e7b5d4c2a' },
+  { name: 'research', token: 'sim_research_8e2d6b4f1a9c7e5d' },
+];
+
+const USAGE = `usage: npm run gengate -- simulator [options]
+  --port N             port to listen on (default ${DEFAULT_PORT}; 0 picks a free one)
+  --host HOST          address to listen on (default ${DEFAULT_HOST})
+  --token NAME=TOKEN   an upstream account and its token; repeatable (default: the two demo tokens)
+  --queued-ms N        time a job stays queued (default ${DEFAULT_QUEUED_MS})
+  --processing-ms N    time a job stays processing (default ${DEFAULT_PROCESSING_MS})
+  --rpm N              requests per minute per account (default ${DEFAULT_REQUESTS_PER_MINUTE})
+`;
+
+class UsageError extends Error {}
+
+function nonNegativeInteger(name: string, text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  if (!/^\d+$/.test(text)) throw new UsageError(`--${name} must be a non-negative integer`);
+  return Number(text);
+}
+
+function parseToken(text: string): SimulatedToken {
+  const separator = text.indexOf('=');
+  if (separator <= 0 || separator === text.length - 1)
+    throw new UsageError('--token must look like NAME=TOKEN');
+  return { name: text.slice(0, separator), token: text.slice(separator + 1) };
+}
+
+function parseOptions(argv: string[]) {
+  const { values } = parseArgs({
+    args: argv,
+    strict: true,
+    options: {
+      port: { type: 'string' },
+      host: { type: 'string' },
+      token: { type: 'string', multiple: true },
+      'queued-ms': { type: 'string' },
+      'processing-ms': { type: 'string' },
+      rpm: { type: 'string' },
+      help: { type: 'boolean' },
+    },
+  });
+  const requestsPerMinute = nonNegativeInteger('rpm', values.rpm);
+  if (requestsPerMinute === 0) throw new UsageError('--rpm must be at least 1');
+  return {
+    help: values.help === true,
+    host: values.host ?? DEFAULT_HOST,
+    port: nonNegativeInteger('port', values.port) ?? DEFAULT_PORT,
+    tokens: values.token === undefined ? DEMO_TOKENS : values.token.map(parseToken),
+    queuedMs: nonNegativeInteger('queued-ms', values['queued-ms']),
+    processingMs: nonNegativeInteger('processing-ms', values['processing-ms']),
+    requestsPerMinute,
+  };
+}
+
+export async function simulatorCommand(argv: string[]): Promise<number> {
+  let options: ReturnType<typeof parseOptions>;
+  try {
+    options = parseOptions(argv);
+  } catch (error) {
+    process.stderr.write(`gengate simulator: ${(error as Error).message}\n${USAGE}`);
+    return EXIT_INVALID;
+  }
+  if (options.help) {
+    process.stdout.write(USAGE);
+    return EXIT_OK;
+  }
+  const simulator = await startSimulator(options);
+  const accounts = options.tokens.map((entry) => entry.name).join(', ');
+  process.stdout.write(`gengate simulator listening on ${simulator.url} (accounts: ${accounts})\n`);
+  await Promise.race([once(process, 'SIGINT'), once(process, 'SIGTERM')]);
+  await simulator.close();
+  return EXIT_OK;
+}

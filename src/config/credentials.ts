@@ -1,0 +1,188 @@
+// The named upstream tokens. `{ env }` tokens are taken from the environment given to loadConfig, once;
+// `{ file }` tokens are read at start and again whenever the file changes. Kubernetes updates a secret
+// mount by swapping the `..data` symlink in the mount's folder, which a watch on the file itself misses,
+// so the folder is watched, and the path is polled too for filesystems that send no change events.
+// Tokens never appear in an error or a log line: only credential names and file paths do.
+import { watch, unwatchFile, watchFile, type FSWatcher, type StatsListener } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
+import type { Logger } from 'pino';
+import { ConfigError, formatPath, type ConfigProblem } from './problems.ts';
+import type { GatewayConfig } from './schema.ts';
+
+export const DEFAULT_CREDENTIAL_DEBOUNCE_MS = 200;
+export const DEFAULT_CREDENTIAL_POLL_INTERVAL_MS = 5_000;
+
+type CredentialsConfig = GatewayConfig['upstream']['credentials'];
+
+export interface CredentialStore {
+  /** The current token of a configured credential. */
+  get(name: string): string;
+  close(): void;
+}
+
+export interface CredentialStoreOptions {
+  /** Folder that relative `file` paths are resolved from: the configuration file's folder. */
+  baseDir: string;
+  logger?: Pick<Logger, 'info' | 'warn'>;
+  debounceMs?: number;
+  pollIntervalMs?: number;
+}
+
+// The environment's tokens travel from loadConfig to createCredentialStore beside the configuration,
+// never inside it, so a configuration that is logged or printed cannot carry a token.
+const envTokensOfConfig = new WeakMap<CredentialsConfig, ReadonlyMap<string, string>>();
+
+/** Reads every `{ env }` credential from `env` (called by the loader) and reports those missing. */
+export function captureEnvCredentials(
+  credentials: CredentialsConfig,
+  env: NodeJS.ProcessEnv,
+): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  const tokens = new Map<string, string>();
+  for (const [name, source] of Object.entries(credentials)) {
+    if (!('env' in source)) continue;
+    const token = env[source.env]?.trim() ?? '';
+    if (token === '') {
+      const state = env[source.env] === undefined ? 'is not set' : 'is empty';
+      problems.push({
+        path: formatPath(['upstream', 'credentials', name, 'env']),
+        message: `environment variable ${source.env} ${state}`,
+      });
+    } else tokens.set(name, token);
+  }
+  envTokensOfConfig.set(credentials, tokens);
+  return problems;
+}
+
+async function readToken(path: string): Promise<{ token: string } | { reason: string }> {
+  try {
+    const token = (await readFile(path, 'utf8')).trim();
+    return token === '' ? { reason: 'the file is empty' } : { token };
+  } catch (error) {
+    return { reason: `cannot read the file (${(error as NodeJS.ErrnoException).code ?? 'error'})` };
+  }
+}
+
+interface WatchedFile {
+  close(): void;
+}
+
+function watchPath(
+  path: string,
+  debounceMs: number,
+  pollIntervalMs: number,
+  onChange: () => void,
+): WatchedFile {
+  let timer: NodeJS.Timeout | undefined;
+  const changed = () => {
+    clearTimeout(timer);
+    timer = setTimeout(onChange, debounceMs).unref();
+  };
+  const poll: StatsListener = (current, previous) => {
+    if (
+      current.mtimeMs !== previous.mtimeMs ||
+      current.ino !== previous.ino ||
+      current.size !== previous.size
+    ) {
+      changed();
+    }
+  };
+  watchFile(path, { interval: pollIntervalMs, persistent: false }, poll);
+  let folder: FSWatcher | undefined;
+  try {
+    folder = watch(dirname(path), { persistent: false }, changed);
+    // A vanished folder ends its watcher; polling the path still notices the folder's return.
+    folder.on('error', () => folder?.close());
+  } catch {
+    folder = undefined;
+  }
+  return {
+    close() {
+      clearTimeout(timer);
+      unwatchFile(path, poll);
+      folder?.close();
+    },
+  };
+}
+
+interface FileCredential {
+  name: string;
+  path: string;
+}
+
+// Re-reads one token file after a change. A slow read finishing after a newer one is ignored.
+function followTokenFile(
+  { name, path }: FileCredential,
+  tokens: Map<string, string>,
+  options: CredentialStoreOptions,
+): WatchedFile {
+  let latestRead = 0;
+  // Folder events and polling both report one change; each state is logged once.
+  let reportedReason: string | undefined;
+  const reload = async () => {
+    const read = ++latestRead;
+    const result = await readToken(path);
+    if (read !== latestRead) return;
+    if ('reason' in result) {
+      if (result.reason !== reportedReason) {
+        options.logger?.warn(
+          { credential: name, file: path, reason: result.reason },
+          'credential file unusable; keeping the last token',
+        );
+      }
+      reportedReason = result.reason;
+      return;
+    }
+    reportedReason = undefined;
+    if (result.token !== tokens.get(name)) {
+      tokens.set(name, result.token);
+      options.logger?.info({ credential: name, file: path }, 'credential reloaded');
+    }
+  };
+  return watchPath(
+    path,
+    options.debounceMs ?? DEFAULT_CREDENTIAL_DEBOUNCE_MS,
+    options.pollIntervalMs ?? DEFAULT_CREDENTIAL_POLL_INTERVAL_MS,
+    () => void reload(),
+  );
+}
+
+export async function createCredentialStore(
+  credentials: CredentialsConfig,
+  options: CredentialStoreOptions,
+): Promise<CredentialStore> {
+  const envTokens = envTokensOfConfig.get(credentials);
+  if (envTokens === undefined) {
+    throw new Error(
+      'createCredentialStore needs the upstream.credentials of a configuration from loadConfig',
+    );
+  }
+  const tokens = new Map(envTokens);
+  const fileCredentials: FileCredential[] = Object.entries(credentials).flatMap(([name, source]) =>
+    'file' in source ? [{ name, path: resolve(options.baseDir, source.file) }] : [],
+  );
+  const problems: ConfigProblem[] = [];
+  for (const { name, path } of fileCredentials) {
+    const initial = await readToken(path);
+    if ('reason' in initial) {
+      problems.push({
+        path: formatPath(['upstream', 'credentials', name, 'file']),
+        message: `${path}: ${initial.reason}`,
+      });
+    } else tokens.set(name, initial.token);
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  const watched = fileCredentials.map((credential) => followTokenFile(credential, tokens, options));
+
+  return {
+    get(name) {
+      const token = tokens.get(name);
+      if (token === undefined) throw new Error(`unknown upstream credential "${name}"`);
+      return token;
+    },
+    close() {
+      for (const file of watched) file.close();
+    },
+  };
+}

@@ -1,0 +1,102 @@
+// Checks the file against ConfigSchema and fills in defaults. Ajv's messages are rewritten into plain
+// words with dotted paths, and the noise of a failed union (one error per branch) folds into one line.
+import { Ajv, type ErrorObject } from 'ajv';
+import { isRfc3339DateTime } from './date-time.ts';
+import { formatPath, type ConfigProblem, type PathSegment } from './problems.ts';
+import { ConfigSchema, DATE_TIME_FORMAT, HTTP_BASE_URL_FORMAT, type GatewayConfig } from './schema.ts';
+
+function isHttpBaseUrl(value: string): boolean {
+  if (!URL.canParse(value) || value.includes('?') || value.includes('#')) return false;
+  const url = new URL(value);
+  return (
+    (url.protocol === 'http:' || url.protocol === 'https:') &&
+    url.username === '' &&
+    url.password === '' &&
+    url.pathname === '/'
+  );
+}
+
+const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: true, verbose: true });
+ajv.addFormat(DATE_TIME_FORMAT, isRfc3339DateTime);
+ajv.addFormat(HTTP_BASE_URL_FORMAT, isHttpBaseUrl);
+const validateConfigSchema = ajv.compile<GatewayConfig>(ConfigSchema);
+
+const TYPE_NAMES: Record<string, string> = {
+  string: 'a string',
+  integer: 'an integer',
+  number: 'a number',
+  boolean: 'true or false',
+  object: 'a mapping',
+  array: 'a list',
+};
+
+function pointerSegments(pointer: string): PathSegment[] {
+  if (pointer === '') return [];
+  return pointer
+    .slice(1)
+    .split('/')
+    .map((raw) => {
+      const segment = raw.replaceAll('~1', '/').replaceAll('~0', '~');
+      return /^\d+$/.test(segment) ? Number(segment) : segment;
+    });
+}
+
+function describedAs(error: ErrorObject, fallback: string): string {
+  const description = (error.parentSchema as { description?: unknown } | undefined)?.description;
+  return typeof description === 'string' ? `must be ${description}` : fallback;
+}
+
+function plainWords(error: ErrorObject): ConfigProblem {
+  const segments = pointerSegments(error.instancePath);
+  const params = error.params as Record<string, unknown>;
+  const at = (message: string, extra: PathSegment[] = []) => ({
+    path: formatPath([...segments, ...extra]),
+    message,
+  });
+  switch (error.keyword) {
+    case 'required':
+      return at('is required', [String(params.missingProperty)]);
+    case 'additionalProperties': {
+      const key = JSON.stringify(params.additionalProperty);
+      const parent = error.parentSchema as { patternProperties?: unknown; description?: unknown } | undefined;
+      return parent?.patternProperties !== undefined && typeof parent.description === 'string'
+        ? at(`invalid name ${key}: names are ${parent.description}`)
+        : at(`unknown key ${key}`);
+    }
+    case 'type':
+      return at(`must be ${TYPE_NAMES[String(params.type)] ?? String(params.type)}`);
+    case 'enum':
+      return at(`must be one of ${(params.allowedValues as unknown[]).map(String).join(', ')}`);
+    case 'minimum':
+      return at(`must be at least ${String(params.limit)}`);
+    case 'maximum':
+      return at(`must be at most ${String(params.limit)}`);
+    case 'minLength':
+      return at('must not be empty');
+    case 'minItems':
+      return at(`must list at least ${String(params.limit)} item${params.limit === 1 ? '' : 's'}`);
+    case 'uniqueItems':
+      return at(`must not list the same item twice (items ${String(params.j)} and ${String(params.i)})`);
+    case 'pattern':
+      return at(describedAs(error, `must match ${String(params.pattern)}`));
+    case 'format':
+      return at(describedAs(error, `must be a valid ${String(params.format)}`));
+    case 'anyOf':
+      return at(describedAs(error, 'does not have an accepted form'));
+    default:
+      return at(error.message ?? 'is not valid');
+  }
+}
+
+/** Validates `document` in place (defaults are filled in) and returns every problem found. */
+export function validateConfigShape(document: unknown): ConfigProblem[] {
+  if (validateConfigSchema(document)) return [];
+  const errors = validateConfigSchema.errors ?? [];
+  // A failed union reports itself once; the reasons each branch failed would only confuse.
+  const unionPaths = errors
+    .filter((error) => error.keyword === 'anyOf')
+    .map((error) => `${error.schemaPath}/`);
+  return errors
+    .filter((error) => !unionPaths.some((unionPath) => error.schemaPath.startsWith(unionPath)))
+    .map(plainWords);
+}

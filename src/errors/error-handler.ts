@@ -1,0 +1,70 @@
+// The one place where failures become the service's error envelope, including Fastify's own errors
+// (bad content type, oversized body, unknown route), so clients see a single error format.
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { errorEnvelope } from '../maxai/envelope.ts';
+import { GatewayError, gatewayError } from './registry.ts';
+
+// Fastify's own error codes that describe a client mistake, mapped to gengate codes.
+function fromFastifyError(error: FastifyError): GatewayError | undefined {
+  switch (error.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return gatewayError('unsupported_media_type', 'request bodies must be application/json');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return gatewayError('invalid_json', 'the Content-Length header does not match the body');
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return gatewayError('payload_too_large', 'the request body is larger than this gateway accepts');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return gatewayError('invalid_json', 'the request body is empty; send a JSON object');
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return gatewayError('invalid_json', 'the request body is not valid JSON');
+    default:
+      return undefined;
+  }
+}
+
+export function toGatewayError(error: unknown): GatewayError {
+  if (error instanceof GatewayError) return error;
+  const mapped = fromFastifyError(error as FastifyError);
+  if (mapped !== undefined) return mapped;
+  return gatewayError('internal_error', 'the gateway failed to handle this request', { cause: error });
+}
+
+export function sendGatewayError(reply: FastifyReply, error: GatewayError): FastifyReply {
+  return reply
+    .code(error.status)
+    .headers(error.headers)
+    .type('application/json')
+    .send(
+      errorEnvelope(error.status, {
+        code: error.code,
+        type: error.type,
+        message: error.message,
+        ...(error.param === undefined ? {} : { param: error.param }),
+        ...(error.details === undefined ? {} : { details: error.details }),
+      }),
+    );
+}
+
+export function installErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((error: unknown, request: FastifyRequest, reply: FastifyReply) => {
+    const gatewayFailure = toGatewayError(error);
+    if (gatewayFailure.code === 'internal_error') {
+      // Only the error's own message and stack: request data (and so any credential) stays out of logs.
+      request.log.error({ err: error }, 'unhandled error');
+    }
+    return sendGatewayError(reply, gatewayFailure);
+  });
+  app.setNotFoundHandler((_request, reply) => sendGatewayError(reply, routeNotFound()));
+}
+
+export function routeNotFound(): GatewayError {
+  return gatewayError('route_not_found', 'no such route; see the route table in the docs');
+}
+
+/**
+ * Fastify answers a malformed percent-encoding or an over-long path parameter before routing, outside
+ * the error handler; such a target names no route, so it gets the same 404 as any unknown path.
+ */
+export function answerFrameworkError(_error: unknown, request: FastifyRequest, reply: FastifyReply): void {
+  sendGatewayError(reply.header('x-request-id', request.id), routeNotFound());
+}

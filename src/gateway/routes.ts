@@ -1,0 +1,166 @@
+// The gateway's routes: one Fastify route per row of the allowlist, each guarded by the same hooks
+// (exact request target, then authentication) before anything is parsed or forwarded.
+import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
+import type { TenantDirectory } from '../auth/tenant-directory.ts';
+import { routeNotFound } from '../errors/error-handler.ts';
+import { gatewayError } from '../errors/registry.ts';
+import {
+  GATEWAY_ROUTES,
+  allowedMethodsByPath,
+  canonicalTarget,
+  isUuid,
+  upstreamPath,
+  type GatewayRoute,
+} from '../routing/route-table.ts';
+import type { UpstreamClient, UpstreamResponse } from '../upstream/client.ts';
+import { headersForClient, headersForUpstream, retryAfterSeconds } from '../upstream/headers.ts';
+import type { JsonBody } from '../validation/json-body.ts';
+import type { UsageMeter } from '../usage/meter.ts';
+import { usageEventsFor } from '../usage/record.ts';
+import { createAccountHandler } from './account.ts';
+
+export interface CredentialSource {
+  get(name: string): string;
+}
+
+export interface GatewayRoutesOptions {
+  tenants: () => TenantDirectory;
+  credentials: CredentialSource;
+  upstream: UpstreamClient;
+  usage: UsageMeter;
+  now: () => number;
+}
+
+const ALL_METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'];
+
+function gatewayRouteOf(request: FastifyRequest): GatewayRoute {
+  const route = request.routeOptions.config.gatewayRoute;
+  if (route === undefined) throw new Error('gateway hook on a route without gatewayRoute config');
+  return route;
+}
+
+function requestIdParam(request: FastifyRequest): string | undefined {
+  return (request.params as { requestId?: string }).requestId;
+}
+
+/**
+ * Admits only the exact canonical request target: no percent-encoding, query string, `;` parameter,
+ * case change, absolute form or other spelling that the router might normalise into a known route.
+ */
+async function admitRequestTarget(request: FastifyRequest): Promise<void> {
+  const route = gatewayRouteOf(request);
+  const requestId = requestIdParam(request);
+  if (route.hasRequestId && (requestId === undefined || !isUuid(requestId))) throw routeNotFound();
+  if (request.raw.url !== canonicalTarget(route, requestId)) throw routeNotFound();
+  if (route.method !== 'POST') {
+    const hasBody =
+      request.headers['transfer-encoding'] !== undefined ||
+      Number(request.headers['content-length'] ?? 0) > 0;
+    if (hasBody) throw gatewayError('body_not_allowed', `${route.method} requests must not carry a body`);
+  }
+  const encoding = request.headers['content-encoding'];
+  if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
+    throw gatewayError('unsupported_media_type', 'compressed request bodies are not accepted');
+  }
+}
+
+function jsonBodyOf(request: FastifyRequest): JsonBody {
+  if (request.body === undefined) {
+    throw gatewayError('unsupported_media_type', 'send a JSON object with Content-Type: application/json');
+  }
+  return request.body as JsonBody;
+}
+
+function addDeprecationHeaders(route: GatewayRoute) {
+  const link = `<${route.successorPath ?? route.path}>; rel="successor-version"`;
+  return async (_request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+    reply.header('deprecation', 'true').header('link', link);
+    return payload;
+  };
+}
+
+export function registerGatewayRoutes(app: FastifyInstance, options: GatewayRoutesOptions): void {
+  const authenticate = async (request: FastifyRequest) => {
+    request.caller = options.tenants().authenticate(request.headers.authorization, options.now());
+  };
+
+  async function forward(request: FastifyRequest, reply: FastifyReply) {
+    const route = gatewayRouteOf(request);
+    const caller = request.caller;
+    if (caller === undefined) throw new Error('forward called before authentication');
+    const jsonBody = route.method === 'POST' ? jsonBodyOf(request) : undefined;
+    const body = jsonBody?.raw;
+    const token = options.credentials.get(caller.tenant.credential);
+    const started = performance.now();
+    let response: UpstreamResponse;
+    try {
+      response = await options.upstream.send({
+        method: route.method,
+        path: upstreamPath(route, requestIdParam(request)),
+        headers: headersForUpstream(token, request.id, body),
+        ...(body === undefined ? {} : { body }),
+      });
+    } finally {
+      request.upstreamMs = performance.now() - started;
+    }
+    request.upstreamStatus = response.status;
+    if (response.status === 429) {
+      const retryAfter = retryAfterSeconds(response.headers);
+      throw gatewayError('upstream_rate_limited', 'the generation service is rate limiting this gateway', {
+        ...(retryAfter === undefined ? {} : { headers: { 'retry-after': String(retryAfter) } }),
+      });
+    }
+    if (response.status < 300) {
+      for (const event of usageEventsFor(route.id, jsonBody?.value, response.body)) {
+        options.usage.record(caller.tenant.id, event, options.now());
+      }
+    }
+    return reply.code(response.status).headers(headersForClient(response.headers)).send(response.body);
+  }
+
+  const answerAccountLocally = createAccountHandler(options.usage, options.now);
+  async function countServedRequest(request: FastifyRequest, reply: FastifyReply) {
+    if (request.caller !== undefined && reply.statusCode < 300) {
+      options.usage.record(
+        request.caller.tenant.id,
+        { kind: 'request', route: gatewayRouteOf(request).id },
+        options.now(),
+      );
+    }
+  }
+
+  for (const route of GATEWAY_ROUTES) {
+    const isAccountRoute = route.id === 'account.usage' || route.id === 'account.keys';
+    app.route({
+      method: route.method,
+      url: route.path,
+      config: { gatewayRoute: route },
+      onRequest: [admitRequestTarget, authenticate],
+      onResponse: countServedRequest,
+      ...(route.successorPath === undefined ? {} : { onSend: addDeprecationHeaders(route) }),
+      handler: isAccountRoute
+        ? (request, reply) =>
+            request.caller?.tenant.account === 'gateway'
+              ? answerAccountLocally(request, reply)
+              : forward(request, reply)
+        : forward,
+    });
+  }
+
+  for (const [path, allowed] of allowedMethodsByPath(GATEWAY_ROUTES)) {
+    const allowHeader = allowed.join(', ');
+    app.route({
+      method: ALL_METHODS.filter((method) => !allowed.includes(method as GatewayRoute['method'])),
+      url: path,
+      handler: async (request) => {
+        throw gatewayError(
+          'method_not_allowed',
+          `${request.method} is not allowed here; use ${allowHeader}`,
+          {
+            headers: { allow: allowHeader },
+          },
+        );
+      },
+    });
+  }
+}

@@ -1,0 +1,116 @@
+// The gengate process: reads the configuration, starts the gateway, the admin server and (for the demo)
+// the built-in simulator, and owns signals and exit codes. Everything else is built in src/app.ts.
+import { dirname, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import pino from 'pino';
+import { buildAdminApp } from './admin/app.ts';
+import { createReadiness } from './admin/readiness.ts';
+import { buildApp } from './app.ts';
+import { createTenantDirectory } from './auth/tenant-directory.ts';
+import { createCredentialStore } from './config/credentials.ts';
+import { ConfigError, loadConfig } from './config/load.ts';
+import { createMetrics } from './observability/metrics.ts';
+import { startSimulator } from './simulator/server.ts';
+import { createUpstreamClient } from './upstream/client.ts';
+import { createMemoryUsageMeter } from './usage/meter.ts';
+
+const DEMO_CONFIG_PATH = 'config/demo.yaml';
+// Below Kubernetes' default 30 s grace period, so in-flight requests finish before SIGKILL.
+const DRAIN_TIMEOUT_MS = 25_000;
+const EXIT_CONFIG_INVALID = 2;
+
+const { values: args } = parseArgs({ options: { config: { type: 'string' } }, strict: true });
+const configPath = resolve(args.config ?? process.env.GENGATE_CONFIG ?? DEMO_CONFIG_PATH);
+
+/** Configuration problems end the process with exit code 2 and every problem listed. */
+async function orExitOnConfigError<T>(step: () => Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`gengate: invalid configuration ${configPath}\n`);
+    for (const problem of error.problems) process.stderr.write(`  ${problem.path}: ${problem.message}\n`);
+    process.exit(EXIT_CONFIG_INVALID);
+  }
+}
+
+const config = await orExitOnConfigError(() => loadConfig(configPath, process.env));
+if (config.store.kind !== 'memory') {
+  process.stderr.write(
+    'gengate: store.kind redis is not available in this build yet; use store.kind: memory\n',
+  );
+  process.exit(EXIT_CONFIG_INVALID);
+}
+
+const logger = pino({ level: process.env.LOG_LEVEL ?? config.logging.level, base: { service: 'gengate' } });
+const credentials = await orExitOnConfigError(() =>
+  createCredentialStore(config.upstream.credentials, { baseDir: dirname(configPath), logger }),
+);
+
+const simulator = config.simulator.enabled
+  ? await startSimulator({
+      host: config.simulator.host,
+      port: config.simulator.port,
+      tokens: Object.keys(config.upstream.credentials).map((name) => ({
+        name,
+        token: credentials.get(name),
+      })),
+      queuedMs: config.simulator.queuedMs,
+      processingMs: config.simulator.processingMs,
+      requestsPerMinute: config.simulator.requestsPerMinute,
+    })
+  : undefined;
+
+const metrics = createMetrics();
+const readiness = createReadiness();
+const tenants = createTenantDirectory(config.tenants);
+const upstream = createUpstreamClient({
+  baseUrl: config.upstream.baseUrl,
+  timeoutMs: config.upstream.timeoutMs,
+});
+const gateway = buildApp(config, {
+  logger,
+  tenants: () => tenants,
+  credentials,
+  metrics,
+  upstream,
+  usage: createMemoryUsageMeter(),
+});
+const admin = buildAdminApp({ logger, metrics, readiness });
+
+await gateway.listen({ host: config.server.host, port: config.server.port });
+await admin.listen({ host: config.admin.host, port: config.admin.port });
+readiness.markReady();
+logger.info(
+  { gateway: gateway.server.address(), admin: admin.server.address(), simulator: simulator?.url },
+  'gengate is ready',
+);
+
+let shuttingDown = false;
+async function shutDown(signal: string): Promise<void> {
+  if (shuttingDown) return;
+  shuttingDown = true;
+  logger.info({ signal }, 'draining');
+  readiness.markDraining();
+  // Stop accepting at once; in-flight requests get until the deadline, then their sockets are closed.
+  const deadline = setTimeout(() => {
+    gateway.server.closeAllConnections();
+  }, DRAIN_TIMEOUT_MS);
+  await gateway.close();
+  clearTimeout(deadline);
+  await Promise.all([admin.close(), upstream.close(), simulator?.close()]);
+  credentials.close();
+  logger.info('stopped');
+}
+
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.once(signal, () => {
+    shutDown(signal).then(
+      () => process.exit(0),
+      (error: unknown) => {
+        logger.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  });
+}

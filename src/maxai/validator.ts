@@ -1,0 +1,198 @@
+// Compiles the request schemas of src/maxai/schemas.ts once and explains failures the way a developer
+// wants to read them: one problem per field, dotted paths, the most useful problem first.
+import { Ajv, type AnySchema, type ErrorObject } from 'ajv';
+import type { ErrorDetail } from './envelope.ts';
+import { PATTERN_MESSAGES } from './schemas.ts';
+
+/** `unknown_field` is a top-level member the schema does not name (the gateway's `unknown_parameter`). */
+export type ProblemKind = 'required' | 'type' | 'unknown_field' | 'enum' | 'format' | 'range';
+
+export interface ValidationProblem extends ErrorDetail {
+  kind: ProblemKind;
+}
+
+export type ValidationResult = { ok: true } | { ok: false; problems: ValidationProblem[] };
+export type RequestValidator = (body: unknown) => ValidationResult;
+
+// Missing or mistyped values hide every other problem of the same field, so they come first.
+const KIND_PRIORITY: Record<ProblemKind, number> = {
+  required: 0,
+  type: 1,
+  unknown_field: 2,
+  enum: 3,
+  format: 4,
+  range: 5,
+};
+
+const TYPE_NAMES: Record<string, string> = {
+  object: 'an object',
+  string: 'a string',
+  boolean: 'a boolean',
+  number: 'a number',
+  integer: 'an integer',
+  array: 'an array',
+};
+
+/** What Ajv expects a compiled custom keyword to be: a check that leaves its errors on itself. */
+type KeywordCheck = ((data: unknown) => boolean) & { errors?: Partial<ErrorObject>[] };
+
+interface ExactNumberSchema {
+  integer: boolean;
+  minimum?: string;
+  maximum?: string;
+  nullable: boolean;
+}
+
+function keywordError(kind: ProblemKind, message: string): Partial<ErrorObject> {
+  return { message, params: { kind } };
+}
+
+function isIntegral(value: number | bigint): boolean {
+  return typeof value === 'bigint' || Number.isInteger(value);
+}
+
+// Exact comparison: bigints and integral numbers as BigInt; a fraction against integer bounds as a number.
+function compare(value: number | bigint, bound: bigint): number {
+  if (typeof value === 'number' && !Number.isInteger(value)) return Math.sign(value - Number(bound));
+  const exact = BigInt(value);
+  return exact < bound ? -1 : exact > bound ? 1 : 0;
+}
+
+function compileExactNumber(schema: ExactNumberSchema): KeywordCheck {
+  const minimum = schema.minimum === undefined ? undefined : BigInt(schema.minimum);
+  const maximum = schema.maximum === undefined ? undefined : BigInt(schema.maximum);
+  const typeMessage = schema.integer ? 'must be an integer' : 'must be a number';
+  const validate: KeywordCheck = (data: unknown) => {
+    if (data === null && schema.nullable) return true;
+    const fails = (kind: ProblemKind, message: string) => {
+      validate.errors = [keywordError(kind, message)];
+      return false;
+    };
+    const isNumeric = (typeof data === 'number' && Number.isFinite(data)) || typeof data === 'bigint';
+    if (!isNumeric || (schema.integer && !isIntegral(data))) return fails('type', typeMessage);
+    if (minimum !== undefined && compare(data, minimum) < 0)
+      return fails('range', `must be at least ${minimum}`);
+    if (maximum !== undefined && compare(data, maximum) > 0)
+      return fails('range', `must be at most ${maximum}`);
+    return true;
+  };
+  return validate;
+}
+
+function compileSizeOneOf(sizes: string[]): KeywordCheck {
+  const allowed = new Set(sizes);
+  const message = `must be one of the published sizes: ${sizes.join(', ')}`;
+  const validate: KeywordCheck = (data: unknown) => {
+    if (typeof data !== 'object' || data === null) return true;
+    const { width, height } = data as { width?: unknown; height?: unknown };
+    if (allowed.has(`${String(width)}x${String(height)}`)) return true;
+    validate.errors = [keywordError('enum', message)];
+    return false;
+  };
+  return validate;
+}
+
+const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
+ajv.addKeyword({
+  keyword: 'exactNumber',
+  schemaType: 'object',
+  metaSchema: {
+    type: 'object',
+    properties: {
+      integer: { type: 'boolean' },
+      minimum: { type: 'string', pattern: '^-?\\d+$' },
+      maximum: { type: 'string', pattern: '^-?\\d+$' },
+      nullable: { type: 'boolean' },
+    },
+    required: ['integer', 'nullable'],
+    additionalProperties: false,
+  },
+  compile: compileExactNumber,
+  errors: true,
+});
+ajv.addKeyword({
+  keyword: 'sizeOneOf',
+  schemaType: 'array',
+  metaSchema: { type: 'array', items: { type: 'string' } },
+  compile: compileSizeOneOf,
+  errors: true,
+});
+
+function pathOf(instancePath: string, member?: string): string {
+  const segments = instancePath
+    .split('/')
+    .slice(1)
+    .map((segment) => segment.replaceAll('~1', '/').replaceAll('~0', '~'));
+  if (member !== undefined) segments.push(member);
+  return segments.join('.');
+}
+
+function describeType(type: unknown): string {
+  const names = (Array.isArray(type) ? type : [type]).filter((name) => name !== 'null').map(String);
+  return `must be ${names.map((name) => TYPE_NAMES[name] ?? name).join(' or ')}`;
+}
+
+function toProblem(error: ErrorObject): ValidationProblem {
+  const params = error.params as Record<string, unknown>;
+  const param = pathOf(error.instancePath);
+  switch (error.keyword) {
+    case 'required':
+      return {
+        param: pathOf(error.instancePath, String(params.missingProperty)),
+        message: 'is required',
+        kind: 'required',
+      };
+    case 'additionalProperties':
+      return {
+        param: pathOf(error.instancePath, String(params.additionalProperty)),
+        message: 'is not a known parameter',
+        kind: 'unknown_field',
+      };
+    case 'type':
+      return {
+        param,
+        message: param === '' ? 'must be a JSON object' : describeType(params.type),
+        kind: 'type',
+      };
+    case 'enum': {
+      const allowed = (params.allowedValues as unknown[]).filter((value) => value !== null).map(String);
+      return { param, message: `must be one of ${allowed.join(', ')}`, kind: 'enum' };
+    }
+    case 'pattern':
+      return {
+        param,
+        message: PATTERN_MESSAGES[String(params.pattern)] ?? `must match ${String(params.pattern)}`,
+        kind: 'format',
+      };
+    default:
+      return {
+        param,
+        message: error.message ?? 'is not valid',
+        kind: (params.kind as ProblemKind | undefined) ?? 'format',
+      };
+  }
+}
+
+/** Sorted by usefulness, one problem per field (the most useful one). */
+export function explainErrors(errors: ErrorObject[]): ValidationProblem[] {
+  const problems = errors.map(toProblem).sort((a, b) => KIND_PRIORITY[a.kind] - KIND_PRIORITY[b.kind]);
+  const seen = new Set<string>();
+  return problems.filter((problem) => !seen.has(problem.param) && seen.add(problem.param));
+}
+
+/** `samples must be at most 20`; a problem of the whole body reads `body must be a JSON object`. */
+export function describeProblem(problem: ErrorDetail): string {
+  return `${problem.param === '' ? 'body' : problem.param} ${problem.message}`;
+}
+
+/** The problems as the envelope's `details`, without the internal `kind`. */
+export function toErrorDetails(problems: ValidationProblem[]): ErrorDetail[] {
+  return problems.map(({ param, message }) => ({ param, message }));
+}
+
+/** Compiles once; call at start-up, never per request. */
+export function createRequestValidator(schema: AnySchema): RequestValidator {
+  const validate = ajv.compile(schema);
+  return (body) =>
+    validate(body) ? { ok: true } : { ok: false, problems: explainErrors(validate.errors ?? []) };
+}

@@ -1,0 +1,57 @@
+// One observation per request: the metrics and the single JSON log line, both built from an allowlist
+// of fields (no headers, no bodies), so keys, tokens and prompts cannot end up in either.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { GatewayMetrics } from './metrics.ts';
+
+// Requests that matched no allowlisted route share one label value.
+const UNMATCHED_ROUTE = 'unmatched';
+const NO_TENANT = 'none';
+
+const startTimes = new WeakMap<FastifyRequest, number>();
+
+export function installRequestObserver(app: FastifyInstance, metrics: GatewayMetrics): void {
+  app.addHook('onRequest', async (request, reply) => {
+    startTimes.set(request, performance.now());
+    metrics.inflight.inc();
+    // 'close' fires once whether the response finished or the client went away.
+    reply.raw.once('close', () => {
+      metrics.inflight.dec();
+    });
+  });
+
+  app.addHook('onSend', async (request, reply, payload) => {
+    reply.header('x-request-id', request.id);
+    return payload;
+  });
+
+  app.addHook('onResponse', async (request: FastifyRequest, reply: FastifyReply) => {
+    const totalMs = performance.now() - (startTimes.get(request) ?? performance.now());
+    const route = request.routeOptions.config.gatewayRoute?.id ?? UNMATCHED_ROUTE;
+    const tenant = request.caller?.tenant.id ?? NO_TENANT;
+    const status = reply.statusCode;
+    metrics.httpRequests.inc({ route, method: request.method, status, tenant });
+    metrics.httpDuration.observe({ route }, totalMs / 1000);
+    if (request.upstreamMs !== undefined) {
+      metrics.upstreamDuration.observe(
+        { route, status: request.upstreamStatus ?? 'error' },
+        request.upstreamMs / 1000,
+      );
+    }
+    metrics.overhead.observe({ route }, Math.max(0, totalMs - (request.upstreamMs ?? 0)) / 1000);
+    request.log.info(
+      {
+        tenant: request.caller?.tenant.id,
+        route,
+        method: request.method,
+        status,
+        durationMs: round(totalMs),
+        upstreamMs: request.upstreamMs === undefined ? undefined : round(request.upstreamMs),
+      },
+      'request',
+    );
+  });
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 1000) / 1000;
+}

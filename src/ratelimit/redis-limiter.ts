@@ -1,0 +1,176 @@
+// Rate limits shared by every replica through Redis: one script call per request (gcra.lua), the store's
+// clock only, and a bounded, cheap answer when the store fails (fail open to a per-replica fallback, or
+// fail closed with store_unavailable) until a background probe sees it healthy again.
+import { readFileSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
+import { withDeadline, type RedisConnection, type StoreLogger } from '../store/redis.ts';
+import { createStoreBreaker } from './circuit-breaker.ts';
+import { decide, decideWithoutStore, storeUnavailableDecision } from './decision.ts';
+import { STATE_TTL_MARGIN_MS, type LimitVerdict } from './gcra.ts';
+import { createMemoryRateLimiter } from './memory-limiter.ts';
+import type { RateLimitMetrics, StoreOperation } from './metrics.ts';
+import type { LimitRequest, RateDecision, RateLimiter } from './types.ts';
+
+export type StoreFailMode = 'open' | 'closed';
+
+export interface RedisRateLimiterOptions {
+  connection: RedisConnection;
+  commandTimeoutMs: number;
+  failMode: StoreFailMode;
+  metrics: RateLimitMetrics;
+  logger?: StoreLogger;
+  /**
+   * How many replicas share the traffic while the store is down. Each replica's fallback admits
+   * limit / fallbackReplicas, so an outage does not multiply a tenant's limit by the replica count.
+   */
+  fallbackReplicas?: number;
+  probeIntervalMs?: number;
+  /** Tests only: the script takes "now" (µs) from here instead of Redis TIME. Never set in production. */
+  scriptClockForTests?: () => number;
+}
+
+export const DEFAULT_STORE_PROBE_INTERVAL_MS = 250;
+/** Retry-After for store_unavailable: a few probe intervals, rounded to the header's whole seconds. */
+export const STORE_UNAVAILABLE_RETRY_AFTER_SECONDS = 1;
+
+const SCRIPT_COMMAND = 'gengateRateLimit';
+const GCRA_LUA = readFileSync(new URL('gcra.lua', import.meta.url), 'utf8');
+const REPLY_HEADER_LENGTH = 2;
+const REPLY_VALUES_PER_LIMIT = 3;
+
+type ScriptCall = (numberOfKeys: number, ...args: string[]) => Promise<unknown>;
+
+/** All of a tenant's keys share one hash tag, so the multi-key script never crosses Cluster slots. */
+export function rateLimitKey(tenantId: string, limitId: string): string {
+  return `{tenant:${tenantId}}:limit:${limitId}`;
+}
+
+// defineCommand sends EVAL the first time on each socket, then EVALSHA; on NOSCRIPT (a restart or
+// SCRIPT FLUSH) it re-sends as EVAL. A NOSCRIPT reply means the script did not run, so nothing is
+// charged twice.
+function defineRateLimitScript(connection: RedisConnection): ScriptCall {
+  connection.defineCommand(SCRIPT_COMMAND, { lua: GCRA_LUA });
+  const command: unknown = Reflect.get(connection, SCRIPT_COMMAND);
+  if (typeof command !== 'function') throw new Error('ioredis did not define the rate-limit script command');
+  return (command as ScriptCall).bind(connection);
+}
+
+function integerAt(reply: readonly unknown[], index: number): number {
+  const value = reply[index];
+  if (typeof value !== 'number') throw new Error(`unexpected rate-limit script reply at ${index}`);
+  return value;
+}
+
+function parseReply(
+  reply: unknown,
+  limitCount: number,
+): { nowMicros: number; admitted: boolean; verdicts: LimitVerdict[] } {
+  if (!Array.isArray(reply) || reply.length !== REPLY_HEADER_LENGTH + REPLY_VALUES_PER_LIMIT * limitCount) {
+    throw new Error('unexpected rate-limit script reply');
+  }
+  const verdicts: LimitVerdict[] = [];
+  for (let offset = REPLY_HEADER_LENGTH; offset < reply.length; offset += REPLY_VALUES_PER_LIMIT) {
+    verdicts.push({
+      remaining: integerAt(reply, offset),
+      fullAtMicros: integerAt(reply, offset + 1),
+      waitMicros: integerAt(reply, offset + 2),
+    });
+  }
+  return { nowMicros: integerAt(reply, 0), admitted: integerAt(reply, 1) === 1, verdicts };
+}
+
+function fallbackShare(limits: readonly LimitRequest[], replicas: number): LimitRequest[] {
+  return limits.map((request) => {
+    const limit = Math.max(1, Math.ceil(request.limit / replicas));
+    // A cost that fits the shared limit but not this replica's share takes the whole share instead.
+    return { ...request, limit, cost: Math.min(request.cost, limit) };
+  });
+}
+
+export function createRedisRateLimiter(options: RedisRateLimiterOptions): RateLimiter {
+  const { connection, commandTimeoutMs, metrics, logger } = options;
+  const runScript = defineRateLimitScript(connection);
+  const fallback = createMemoryRateLimiter();
+  const fallbackReplicas = options.fallbackReplicas ?? 1;
+  const scriptClock = options.scriptClockForTests;
+
+  async function timed<T>(operation: StoreOperation, run: () => Promise<T>): Promise<T> {
+    const started = performance.now();
+    try {
+      const result = await withDeadline(run(), commandTimeoutMs);
+      metrics.observeStore(operation, (performance.now() - started) / 1000, false);
+      return result;
+    } catch (error) {
+      metrics.observeStore(operation, (performance.now() - started) / 1000, true);
+      throw error;
+    }
+  }
+
+  const breaker = createStoreBreaker({
+    probeIntervalMs: options.probeIntervalMs ?? DEFAULT_STORE_PROBE_INTERVAL_MS,
+    probe: async () => {
+      await timed('ping', () => connection.ping());
+    },
+    onChange: (open) => {
+      metrics.setDegraded(open);
+      if (open)
+        logger?.warn(
+          { failMode: options.failMode },
+          'rate-limit store failing; bypassing it until it answers',
+        );
+      else logger?.info({}, 'rate-limit store answering again; exact limits resumed');
+    },
+  });
+
+  async function checkInStore(tenantId: string, limits: readonly LimitRequest[]): Promise<RateDecision> {
+    const args = [scriptClock === undefined ? '' : String(scriptClock()), String(STATE_TTL_MARGIN_MS)];
+    for (const request of limits)
+      args.push(String(request.limit), String(request.windowSeconds), String(request.cost));
+    const keys = limits.map((request) => rateLimitKey(tenantId, request.id));
+    const reply = await timed('rate_limit_check', () => runScript(keys.length, ...keys, ...args));
+    const { nowMicros, admitted, verdicts } = parseReply(reply, limits.length);
+    return decide(limits, nowMicros, admitted, verdicts, true);
+  }
+
+  async function decideWhileDegraded(
+    tenantId: string,
+    limits: readonly LimitRequest[],
+  ): Promise<RateDecision> {
+    if (options.failMode === 'closed') return storeUnavailableDecision(STORE_UNAVAILABLE_RETRY_AFTER_SECONDS);
+    const decision = await fallback.check(tenantId, fallbackShare(limits, fallbackReplicas));
+    return { ...decision, exact: false };
+  }
+
+  async function decideNow(tenantId: string, limits: readonly LimitRequest[]): Promise<RateDecision> {
+    const early = decideWithoutStore(limits);
+    if (early !== undefined) return early;
+    if (breaker.open) return decideWhileDegraded(tenantId, limits);
+    try {
+      return await checkInStore(tenantId, limits);
+    } catch (error) {
+      // Requests in flight when the store failed all land here; only the first one reports it.
+      if (breaker.trip()) {
+        logger?.warn(
+          { err: error instanceof Error ? error.message : String(error) },
+          'rate-limit store call failed',
+        );
+      }
+      return decideWhileDegraded(tenantId, limits);
+    }
+  }
+
+  return {
+    async check(tenantId, limits) {
+      const decision = await decideNow(tenantId, limits);
+      metrics.recordDecision(tenantId, decision, limits);
+      return decision;
+    },
+    get degraded() {
+      return breaker.open;
+    },
+    close() {
+      breaker.stop();
+      return Promise.resolve();
+    },
+  };
+}

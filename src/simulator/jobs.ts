@@ -1,0 +1,148 @@
+// The job store. A job's stage is never advanced by timers: it is computed from its timestamps and the
+// clock whenever someone looks, so a test with zero stage durations or an injected clock is exact.
+import { randomUUID } from 'node:crypto';
+import type { Account } from './accounts.ts';
+import { sumUsd } from './pricing.ts';
+import type { JobKind, JobPlan } from './submissions.ts';
+
+export type JobStatus = 'queued' | 'processing' | 'completed' | 'failed' | 'cancelled';
+
+export interface Job extends JobPlan {
+  owner: Account;
+  createdAtMs: number;
+  startedAtMs: number;
+  finishesAtMs: number;
+  cancelledAtMs: number | undefined;
+  fails: boolean;
+  /** Unguessable part of the result URLs, which carry no credentials (like pre-signed CDN URLs). */
+  fileToken: string;
+}
+
+/** Each stage's time once reached (epoch ms), or null. */
+export interface Lifecycle {
+  status: JobStatus;
+  queuedAtMs: number;
+  startedAtMs: number | null;
+  completedAtMs: number | null;
+  cancelledAtMs: number | null;
+  updatedAtMs: number;
+}
+
+export interface AccountUsage {
+  images: number;
+  videoSeconds: number;
+  costUsd: number;
+}
+
+export interface JobStore {
+  /** Stores the job, or answers `conflict` when the owner already used this id. */
+  submit(owner: Account, plan: JobPlan, options: { fails: boolean }): Job | 'conflict';
+  find(owner: Account, kind: JobKind, id: string): Job | undefined;
+  findByFileToken(fileToken: string): Job | undefined;
+  lifecycleOf(job: Job): Lifecycle;
+  cancel(job: Job): void;
+  /** Jobs of this owner not yet finished, and when the first of them finishes. */
+  unfinished(owner: Account): { count: number; nextFinishMs: number | undefined };
+  /** What the owner requested since `sinceMs`, and what its completed jobs cost. */
+  usageSince(owner: Account, sinceMs: number): AccountUsage;
+}
+
+export interface JobTimings {
+  clock: () => number;
+  queuedMs: number;
+  processingMs: number;
+}
+
+function statusAt(job: Job, at: number): JobStatus {
+  if (at < job.startedAtMs) return 'queued';
+  if (at < job.finishesAtMs) return 'processing';
+  return job.fails ? 'failed' : 'completed';
+}
+
+export function isFinished(status: JobStatus): boolean {
+  return status === 'completed' || status === 'failed' || status === 'cancelled';
+}
+
+export function createJobStore(timings: JobTimings): JobStore {
+  const byOwner = new Map<Account, Map<string, Job>>();
+  const byFileToken = new Map<string, Job>();
+
+  function jobsOf(owner: Account): Map<string, Job> {
+    let jobs = byOwner.get(owner);
+    if (jobs === undefined) {
+      jobs = new Map();
+      byOwner.set(owner, jobs);
+    }
+    return jobs;
+  }
+
+  function lifecycleOf(job: Job): Lifecycle {
+    // A cancelled job stops where it was when cancelled.
+    const at = job.cancelledAtMs ?? timings.clock();
+    const reached = (stageMs: number) => (at >= stageMs ? stageMs : null);
+    const startedAtMs = reached(job.startedAtMs);
+    const completedAtMs = reached(job.finishesAtMs);
+    const cancelledAtMs = job.cancelledAtMs ?? null;
+    return {
+      status: cancelledAtMs === null ? statusAt(job, at) : 'cancelled',
+      queuedAtMs: job.createdAtMs,
+      startedAtMs,
+      completedAtMs,
+      cancelledAtMs,
+      updatedAtMs: cancelledAtMs ?? completedAtMs ?? startedAtMs ?? job.createdAtMs,
+    };
+  }
+
+  return {
+    submit(owner, plan, options) {
+      const jobs = jobsOf(owner);
+      if (jobs.has(plan.id)) return 'conflict';
+      const createdAtMs = timings.clock();
+      const startedAtMs = createdAtMs + timings.queuedMs;
+      const job: Job = {
+        ...plan,
+        owner,
+        createdAtMs,
+        startedAtMs,
+        finishesAtMs: startedAtMs + timings.processingMs,
+        cancelledAtMs: undefined,
+        fails: options.fails,
+        fileToken: randomUUID(),
+      };
+      jobs.set(job.id, job);
+      byFileToken.set(job.fileToken, job);
+      return job;
+    },
+    find(owner, kind, id) {
+      const job = byOwner.get(owner)?.get(id.toLowerCase());
+      return job?.kind === kind ? job : undefined;
+    },
+    findByFileToken: (fileToken) => byFileToken.get(fileToken),
+    lifecycleOf,
+    cancel(job) {
+      if (!isFinished(lifecycleOf(job).status)) job.cancelledAtMs = timings.clock();
+    },
+    unfinished(owner) {
+      let count = 0;
+      let nextFinishMs: number | undefined;
+      for (const job of byOwner.get(owner)?.values() ?? []) {
+        if (isFinished(lifecycleOf(job).status)) continue;
+        count += 1;
+        nextFinishMs = Math.min(nextFinishMs ?? job.finishesAtMs, job.finishesAtMs);
+      }
+      return { count, nextFinishMs };
+    },
+    usageSince(owner, sinceMs) {
+      const usage = { images: 0, videoSeconds: 0, costUsd: 0 };
+      const costs: number[] = [];
+      for (const job of byOwner.get(owner)?.values() ?? []) {
+        if (job.createdAtMs < sinceMs) continue;
+        usage.images += job.images;
+        usage.videoSeconds += job.videoSeconds;
+        if (lifecycleOf(job).status === 'completed')
+          costs.push(...job.results.map((result) => result.costUsd));
+      }
+      return { ...usage, costUsd: sumUsd(costs) };
+    },
+  };
+}

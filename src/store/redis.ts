@@ -1,0 +1,148 @@
+// The one way gengate connects to Redis. Every option here serves one promise: no command waits on a dead
+// or slow Redis longer than `commandTimeoutMs`. Commands fail at once while disconnected (no offline
+// queue), are never re-sent after a connection loss (a script that may have run must not run twice), and
+// reconnection happens in the background with a capped backoff.
+import { Cluster, Redis } from 'ioredis';
+
+export type RedisConnection = Redis | Cluster;
+
+export interface RedisNodeAddress {
+  host: string;
+  port: number;
+}
+
+export interface RedisConnectionOptions {
+  /** A single Redis (`redis://` or `rediss://`); ignored when `nodes` is given. */
+  url?: string;
+  /** Seed nodes of a Redis Cluster. */
+  nodes?: RedisNodeAddress[];
+  keyPrefix: string;
+  commandTimeoutMs: number;
+}
+
+/** The subset of a pino logger the connection needs. */
+export interface StoreLogger {
+  info(details: object, message: string): void;
+  warn(details: object, message: string): void;
+}
+
+// Connecting is background work (no request waits on it); a generous bound still frees a half-open socket.
+const CONNECT_TIMEOUT_MS = 2_000;
+const RECONNECT_BASE_DELAY_MS = 50;
+const RECONNECT_MAX_DELAY_MS = 2_000;
+const SLOTS_REFRESH_TIMEOUT_MS = 1_000;
+const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379/0';
+
+function reconnectDelayMs(attempt: number): number {
+  return Math.min(RECONNECT_BASE_DELAY_MS * 2 ** Math.min(attempt, 16), RECONNECT_MAX_DELAY_MS);
+}
+
+/** The URL with its password replaced, fit for a log line. */
+export function redactRedisUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password !== '') parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return '<unparsable redis url>';
+  }
+}
+
+export function createRedisConnection(
+  options: RedisConnectionOptions,
+  logger?: StoreLogger,
+): RedisConnection {
+  const perNode = {
+    commandTimeout: options.commandTimeoutMs,
+    connectTimeout: CONNECT_TIMEOUT_MS,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    retryStrategy: reconnectDelayMs,
+  };
+  if (options.nodes !== undefined && options.nodes.length > 0) {
+    const cluster = new Cluster(options.nodes, {
+      keyPrefix: options.keyPrefix,
+      enableOfflineQueue: false,
+      // Scripts write, so they must run on masters; reading a replica would also read a stale state.
+      scaleReads: 'master',
+      clusterRetryStrategy: reconnectDelayMs,
+      slotsRefreshTimeout: SLOTS_REFRESH_TIMEOUT_MS,
+      redisOptions: perNode,
+    });
+    logStateChanges(
+      cluster,
+      `cluster ${options.nodes.map((node) => `${node.host}:${node.port}`).join(',')}`,
+      logger,
+    );
+    return cluster;
+  }
+  const url = options.url ?? DEFAULT_REDIS_URL;
+  const redis = new Redis(url, { ...perNode, keyPrefix: options.keyPrefix });
+  logStateChanges(redis, redactRedisUrl(url), logger);
+  return redis;
+}
+
+// ioredis emits an error for every failed reconnection attempt; an operator needs one line when the
+// store goes away and one when it is back, not one per attempt.
+function logStateChanges(connection: RedisConnection, target: string, logger: StoreLogger | undefined): void {
+  let lastReported: 'ready' | 'failing' | undefined;
+  connection.on('ready', () => {
+    if (lastReported !== 'ready') logger?.info({ store: target }, 'store connection ready');
+    lastReported = 'ready';
+  });
+  connection.on('error', (error: Error) => {
+    if (lastReported !== 'failing')
+      logger?.warn({ store: target, err: error.message }, 'store connection failing');
+    lastReported = 'failing';
+  });
+}
+
+/**
+ * Resolves once the connection can take commands; rejects after `timeoutMs`. For start-up, not requests.
+ * A Cluster is ready before its per-master connections are, and without an offline queue a command to a
+ * master still connecting fails, so this also waits for every master.
+ */
+export async function waitUntilConnected(connection: RedisConnection, timeoutMs: number): Promise<void> {
+  await withDeadline(
+    (async () => {
+      await untilReady(connection);
+      if (connection instanceof Cluster) await Promise.all(connection.nodes('master').map(untilReady));
+    })(),
+    timeoutMs,
+  );
+}
+
+async function untilReady(connection: RedisConnection): Promise<void> {
+  if (connection.status === 'ready') return;
+  const ready = new Promise<void>((resolve) => {
+    connection.once('ready', () => {
+      resolve();
+    });
+  });
+  // Cluster nodes connect lazily, on their first command.
+  if (connection.status === 'wait') connection.connect().catch(() => undefined);
+  await ready;
+}
+
+export class StoreTimeoutError extends Error {
+  constructor(timeoutMs: number) {
+    super(`store did not answer within ${timeoutMs} ms`);
+    this.name = 'StoreTimeoutError';
+  }
+}
+
+// ioredis bounds each command with commandTimeout, but a Cluster may re-send a command after a redirect or
+// CLUSTERDOWN; this bounds the whole wait, whatever the client does underneath.
+export async function withDeadline<T>(operation: Promise<T>, timeoutMs: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => {
+      reject(new StoreTimeoutError(timeoutMs));
+    }, timeoutMs);
+  });
+  try {
+    return await Promise.race([operation, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,17 @@
+// gengate's additions to Fastify's request and route types, declared in one place.
+import type { AuthenticatedCaller } from '../auth/tenant-directory.ts';
+import type { GatewayRoute } from '../routing/route-table.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by authentication on every gateway route. */
+    caller?: AuthenticatedCaller;
+    /** Milliseconds spent waiting on the upstream, when the request reached it. */
+    upstreamMs?: number;
+    /** The upstream's status code, when it answered. */
+    upstreamStatus?: number;
+  }
+  interface FastifyContextConfig {
+    gatewayRoute?: GatewayRoute;
+  }
+}

@@ -1,0 +1,64 @@
+// Turns one successful exchange into usage events: what was requested on creates, and the service's
+// own `totalCost` when a tenant polls a finished record.
+import type { RouteId } from '../config/route-ids.ts';
+import { parseJsonLossless } from '../json/lossless.ts';
+import { VIDEO_SIZES } from '../maxai/schemas.ts';
+import { estimateVideoCostUsd, type VideoTier } from './pricing.ts';
+import type { UsageEvent } from './meter.ts';
+
+function positiveInteger(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isInteger(value) && value > 0 ? value : undefined;
+}
+
+function videoTier(dimensions: unknown): VideoTier | undefined {
+  if (typeof dimensions !== 'object' || dimensions === null) return undefined;
+  const { width, height } = dimensions as { width?: unknown; height?: unknown };
+  return VIDEO_SIZES.find((size) => size.width === width && size.height === height)?.tier;
+}
+
+function reportedCost(responseBody: Buffer): { requestId: string; costUsd: number } | undefined {
+  let record: unknown;
+  try {
+    record = (parseJsonLossless(responseBody.toString('utf8')) as { data?: unknown }).data;
+  } catch {
+    return undefined;
+  }
+  if (typeof record !== 'object' || record === null) return undefined;
+  const { id, totalCost, completedAt } = record as {
+    id?: unknown;
+    totalCost?: unknown;
+    completedAt?: unknown;
+  };
+  // Only a finished record's cost is final; counting earlier would count a partial figure.
+  if (typeof id !== 'string' || typeof totalCost !== 'number' || typeof completedAt !== 'string')
+    return undefined;
+  return { requestId: id, costUsd: totalCost };
+}
+
+export function usageEventsFor(
+  route: RouteId,
+  requestBody: Record<string, unknown> | undefined,
+  responseBody: Buffer,
+): UsageEvent[] {
+  switch (route) {
+    case 'images.create':
+      return [{ kind: 'images', count: positiveInteger(requestBody?.samples) ?? 1, estimatedCostUsd: 0 }];
+    case 'videos.create': {
+      const seconds = positiveInteger(requestBody?.duration) ?? 0;
+      return [
+        {
+          kind: 'video',
+          seconds,
+          estimatedCostUsd: estimateVideoCostUsd(seconds, videoTier(requestBody?.dimensions)),
+        },
+      ];
+    }
+    case 'images.get':
+    case 'videos.get': {
+      const cost = reportedCost(responseBody);
+      return cost === undefined ? [] : [{ kind: 'reportedCost', ...cost }];
+    }
+    default:
+      return [];
+  }
+}

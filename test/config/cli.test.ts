@@ -1,0 +1,144 @@
+// The two configuration commands, run as an operator runs them: `npm run gengate -- ...` in a child process.
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hashTenantKey } from '../../src/auth/keys.ts';
+import { parseConfigText } from '../../src/config/load.ts';
+
+interface CommandResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function runGengate(args: string[]): Promise<CommandResult> {
+  return new Promise((resolve, reject) => {
+    // --silent keeps npm's own banner and warnings out of the command's output.
+    const child = spawn('npm', ['run', '--silent', 'gengate', '--', ...args], {
+      env: { ...process.env, REDIS_URL: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+describe('gengate check-config', () => {
+  let folder: string;
+  beforeAll(async () => {
+    folder = await mkdtemp(join(tmpdir(), 'gengate-cli-'));
+  });
+  afterAll(async () => {
+    await rm(folder, { recursive: true, force: true });
+  });
+
+  it('accepts the demo configuration with exit code 0', async () => {
+    expect(await runGengate(['check-config', '--config', 'config/demo.yaml'])).toEqual({
+      code: 0,
+      stdout: 'config OK: 2 tenants\n',
+      stderr: '',
+    });
+  });
+
+  it('lists every problem, one per line, with exit code 2', async () => {
+    const path = join(folder, 'invalid.yaml');
+    await writeFile(
+      path,
+      'server: { port: -1, colour: blue }\nlogging: { level: loud }\ntenants:\n  - { id: a, credential: none, keys: [] }\n',
+    );
+    expect(await runGengate(['check-config', '--config', path])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: [
+        `${path}: invalid configuration`,
+        'server: unknown key "colour"',
+        'server.port: must be at least 0',
+        'logging.level: must be one of fatal, error, warn, info, debug, trace, silent',
+        '',
+      ].join('\n'),
+    });
+  });
+
+  it('reports a missing file and a YAML syntax error with exit code 2', async () => {
+    const absent = join(folder, 'absent.yaml');
+    expect(await runGengate(['check-config', '--config', absent])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: `${absent}: invalid configuration\n${absent}: cannot read the configuration file: no such file\n`,
+    });
+    const broken = join(folder, 'broken.yaml');
+    await writeFile(broken, 'server: { port: 8080\n');
+    expect(await runGengate(['check-config', '--config', broken])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: `${broken}: invalid configuration\nline 2, column 1: Flow map in block collection must be sufficiently indented and end with a }\n`,
+    });
+  });
+
+  it('requires --config', async () => {
+    expect(await runGengate(['check-config'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: 'missing --config\nusage: npm run gengate -- check-config --config FILE\n',
+    });
+  });
+});
+
+describe('gengate new-key', () => {
+  it('prints a fresh key once and a config entry that loads and matches it', async () => {
+    const result = await runGengate([
+      'new-key',
+      '--tenant',
+      'team-a',
+      '--label',
+      'ci bot',
+      '--expires-at',
+      '2027-06-30T02:00:00+02:00',
+    ]);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toBe('');
+    const key = /^ {2}(ggk_[A-Za-z0-9]{40})$/m.exec(result.stdout)?.[1];
+    expect(key).toBeDefined();
+    const sha256 = hashTenantKey(key!);
+    const prefix = key!.slice(0, 8);
+    const entry = `      - { sha256: "${sha256}", prefix: "${prefix}", label: "ci bot", expiresAt: "2027-06-30T00:00:00.000Z" }`;
+    expect(result.stdout).toBe(
+      [
+        'New key for tenant "team-a". It is shown only this once; gengate keeps only its hash:',
+        '',
+        `  ${key!}`,
+        '',
+        'Add this entry to the keys of tenant "team-a" in the configuration:',
+        '',
+        entry,
+        '',
+      ].join('\n'),
+    );
+
+    const config = await parseConfigText(
+      `upstream: { credentials: { shared: { env: T } } }\ntenants:\n  - id: team-a\n    credential: shared\n    keys:\n${entry}\n`,
+      { env: { T: 'token' }, baseDir: '.' },
+    );
+    expect(config.tenants[0]?.keys).toEqual([
+      { sha256, prefix, label: 'ci bot', expiresAt: '2027-06-30T00:00:00.000Z' },
+    ]);
+  });
+
+  it('refuses an invalid tenant id with exit code 2', async () => {
+    expect(await runGengate(['new-key', '--tenant', 'Team_A'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr:
+        'invalid tenant id "Team_A": must be 1 to 63 lowercase letters, digits or "-", starting with a letter or digit\n' +
+        'usage: npm run gengate -- new-key --tenant ID [--label TEXT] [--expires-at 2027-06-30T00:00:00Z]\n',
+    });
+  });
+});

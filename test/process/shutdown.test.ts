@@ -1,0 +1,62 @@
+// Contract section 10: on SIGTERM a replica reports not ready, stops accepting, lets in-flight requests
+// finish and exits 0. Run against the real process, as Kubernetes would stop it.
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { generateTenantKey } from '../../src/auth/keys.ts';
+import { startSimulator } from '../../src/simulator/server.ts';
+import { startGatewayProcess, waitFor } from '../support/gateway-process.ts';
+
+const TOKEN = 'upstream_token_for_shutdown_test';
+let simulator: Awaited<ReturnType<typeof startSimulator>>;
+beforeAll(async () => {
+  simulator = await startSimulator({
+    host: '127.0.0.1',
+    port: 0,
+    tokens: [{ name: 'shared', token: TOKEN }],
+    queuedMs: 0,
+    processingMs: 0,
+  });
+});
+afterAll(async () => {
+  await simulator.close();
+});
+
+test('SIGTERM with a request in flight: the request completes, readiness drops, exit code 0', async () => {
+  const key = generateTenantKey();
+  const dir = await mkdtemp(join(tmpdir(), 'gengate-'));
+  const configPath = join(dir, 'gengate.yaml');
+  await writeFile(
+    configPath,
+    `
+server: { host: 127.0.0.1, port: 0 }
+admin: { host: 127.0.0.1, port: 0 }
+upstream: { baseUrl: "${simulator.url}", credentials: { shared: { env: SHARED_TOKEN } } }
+store: { kind: memory }
+tenants:
+  - id: team-a
+    credential: shared
+    keys: [{ sha256: "${key.sha256}", prefix: "${key.prefix}" }]
+`,
+  );
+  const gateway = await startGatewayProcess(configPath, { SHARED_TOKEN: TOKEN });
+  expect((await fetch(`${gateway.adminUrl}/readyz`)).status).toBe(200);
+
+  simulator.faults.set({ delayMs: 1500, times: 1 });
+  const inFlight = fetch(`${gateway.gatewayUrl}/v1/images/generations`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' },
+    body: '{}',
+  });
+  await waitFor(() => simulator.received.length === 1);
+  gateway.child.kill('SIGTERM');
+  await waitFor(() => gateway.lines.some((line) => line.msg === 'draining'));
+  expect((await fetch(`${gateway.adminUrl}/readyz`)).status).toBe(503);
+
+  const response = await inFlight;
+  expect(response.status).toBe(200);
+  expect(((await response.json()) as { status: number }).status).toBe(200);
+  expect(await gateway.exited).toBe(0);
+  await expect(fetch(`${gateway.gatewayUrl}/v1/account/keys`)).rejects.toThrow();
+});

@@ -1,0 +1,86 @@
+// Headers that never lie, on real time and Redis TIME (no injected clock): waiting Retry-After is enough,
+// the reset does not move while a client only gets refused, and sub-second waits never round to 0.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rateLimitHeaders } from '../../src/ratelimit/headers.ts';
+import type { LimitRequest } from '../../src/ratelimit/types.ts';
+import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
+import { startTestLimiter, type TestLimiter } from './limiter-support.ts';
+
+const TWO_PER_SECOND: LimitRequest[] = [{ id: 'requests', limit: 2, windowSeconds: 1, cost: 1 }];
+const REFUSAL_OBSERVATION_MS = 600;
+
+async function sleep(ms: number): Promise<void> {
+  await new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+describe('honest rate-limit headers', () => {
+  let redis: RedisServer;
+  let replica: TestLimiter;
+
+  beforeAll(async () => {
+    redis = await startRedisServer();
+    replica = await startTestLimiter({ url: redis.url });
+  });
+  afterAll(async () => {
+    await replica.close();
+    await redis.stop();
+  });
+
+  async function storeSeconds(): Promise<number> {
+    const [seconds, micros] = await redis.client().time();
+    return Number(seconds) + Number(micros) / 1_000_000;
+  }
+
+  it('after a refusal, a request sent Retry-After seconds later is admitted', async () => {
+    const limits: LimitRequest[] = [{ id: 'images', limit: 3, windowSeconds: 2, cost: 2 }];
+    expect((await replica.limiter.check('retry', limits)).outcome).toBe('admitted');
+    const refused = await replica.limiter.check('retry', limits);
+    expect(refused.outcome).toBe('rate_limited');
+    const retryAfter = Number(rateLimitHeaders(refused)['Retry-After']);
+    expect(retryAfter).toBe(1);
+    await sleep(retryAfter * 1000);
+    expect((await replica.limiter.check('retry', limits)).outcome).toBe('admitted');
+  });
+
+  it('while only refused, Reset stays put, t and Retry-After only count down, and neither reaches 0', async () => {
+    for (let i = 0; i < 2; i++) await replica.limiter.check('idle', TWO_PER_SECOND);
+    const observed: Record<string, string>[] = [];
+    const started = Date.now();
+    while (Date.now() - started < REFUSAL_OBSERVATION_MS) {
+      const decision = await replica.limiter.check('idle', TWO_PER_SECOND);
+      if (decision.outcome !== 'rate_limited') break;
+      observed.push(rateLimitHeaders(decision));
+      await sleep(5);
+    }
+    expect(observed.length).toBeGreaterThan(10);
+    const first = observed[0]!;
+    for (const [index, headers] of observed.entries()) {
+      expect(headers['X-RateLimit-Reset']).toBe(first['X-RateLimit-Reset']);
+      expect(headers['X-RateLimit-Remaining']).toBe('0');
+      expect(Number(headers['Retry-After'])).toBeGreaterThanOrEqual(1);
+      expect(headers.RateLimit).toMatch(/^"requests";r=0;t=[1-9]\d*$/);
+      if (index > 0) {
+        expect(Number(headers['Retry-After'])).toBeLessThanOrEqual(
+          Number(observed[index - 1]!['Retry-After']),
+        );
+        expect(tOf(headers)).toBeLessThanOrEqual(tOf(observed[index - 1]!));
+      }
+    }
+  });
+
+  it('Reset is never in the past nor more than one window ahead of the store clock', async () => {
+    const limits: LimitRequest[] = [{ id: 'video-seconds', limit: 30, windowSeconds: 3, cost: 7 }];
+    for (let i = 0; i < 8; i++) {
+      const before = await storeSeconds();
+      const headers = rateLimitHeaders(await replica.limiter.check('bounds', limits));
+      const after = await storeSeconds();
+      const reset = Number(headers['X-RateLimit-Reset']);
+      expect(reset).toBeGreaterThanOrEqual(before);
+      expect(reset).toBeLessThanOrEqual(Math.ceil(after) + 3);
+    }
+  });
+});
+
+function tOf(headers: Record<string, string>): number {
+  return Number(/;t=(\d+)/.exec(headers.RateLimit ?? '')?.[1]);
+}

@@ -1,0 +1,56 @@
+// Builds rate limiters the way the gateway will: a real connection through createRedisConnection, its own
+// metrics registry, and a teardown that closes all of it.
+import { Registry } from 'prom-client';
+import { createRateLimitMetrics } from '../../src/ratelimit/metrics.ts';
+import { createRedisRateLimiter, type RedisRateLimiterOptions } from '../../src/ratelimit/redis-limiter.ts';
+import type { RateLimiter } from '../../src/ratelimit/types.ts';
+import {
+  createRedisConnection,
+  waitUntilConnected,
+  type RedisConnectionOptions,
+} from '../../src/store/redis.ts';
+
+export const TEST_COMMAND_TIMEOUT_MS = 100;
+const CONNECT_WAIT_MS = 5_000;
+
+export interface TestLimiter {
+  limiter: RateLimiter;
+  registry: Registry;
+  close(): Promise<void>;
+}
+
+export async function startTestLimiter(
+  target: Pick<RedisConnectionOptions, 'url' | 'nodes'>,
+  options: Partial<Omit<RedisRateLimiterOptions, 'connection' | 'metrics'>> = {},
+): Promise<TestLimiter> {
+  const commandTimeoutMs = options.commandTimeoutMs ?? TEST_COMMAND_TIMEOUT_MS;
+  const connection = createRedisConnection({ ...target, keyPrefix: 'gengate:', commandTimeoutMs });
+  await waitUntilConnected(connection, CONNECT_WAIT_MS);
+  const registry = new Registry();
+  const limiter = createRedisRateLimiter({
+    failMode: 'open',
+    ...options,
+    commandTimeoutMs,
+    connection,
+    metrics: createRateLimitMetrics(registry),
+  });
+  return {
+    limiter,
+    registry,
+    async close() {
+      await limiter.close();
+      connection.disconnect();
+    },
+  };
+}
+
+/** A clock the test moves by hand, in µs since the epoch, for the script's test-only "now". */
+export function manualClock(startMicros: number) {
+  let now = startMicros;
+  return {
+    now: () => now,
+    advance(micros: number) {
+      now += micros;
+    },
+  };
+}

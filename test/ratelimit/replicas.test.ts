@@ -1,0 +1,78 @@
+// Several gateway replicas (separate connections) on one Redis: limits hold exactly under heavy
+// concurrency, every replica gives the same headers, and a replica's own clock plays no part.
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rateLimitHeaders } from '../../src/ratelimit/headers.ts';
+import type { LimitRequest } from '../../src/ratelimit/types.ts';
+import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
+import { startTestLimiter, type TestLimiter } from './limiter-support.ts';
+
+const execFileAsync = promisify(execFile);
+const HUNDRED_PER_MINUTE: LimitRequest[] = [{ id: 'requests', limit: 100, windowSeconds: 60, cost: 1 }];
+const PARALLEL_CHECKS = 500;
+const HOUR_MS = 3_600_000;
+
+describe('replicas sharing one Redis', () => {
+  let redis: RedisServer;
+  let replicas: TestLimiter[];
+
+  beforeAll(async () => {
+    redis = await startRedisServer();
+    replicas = await Promise.all([0, 1, 2].map(() => startTestLimiter({ url: redis.url })));
+  });
+  afterAll(async () => {
+    await Promise.all(replicas.map((replica) => replica.close()));
+    await redis.stop();
+  });
+
+  it.each([2, 3])(
+    '%i replicas admit exactly 100 of 500 parallel checks and then agree on the headers',
+    async (count) => {
+      const tenant = `parallel-${count}`;
+      const active = replicas.slice(0, count);
+      const decisions = await Promise.all(
+        Array.from({ length: PARALLEL_CHECKS }, (_, index) =>
+          active[index % count]!.limiter.check(tenant, HUNDRED_PER_MINUTE),
+        ),
+      );
+      expect(decisions.filter((decision) => decision.outcome === 'admitted')).toHaveLength(100);
+      expect(decisions.every((decision) => decision.exact)).toBe(true);
+
+      const refusals = await Promise.all(
+        active.map((replica) => replica.limiter.check(tenant, HUNDRED_PER_MINUTE)),
+      );
+      const informative = refusals.map((decision) => {
+        const {
+          'X-RateLimit-Limit': limit,
+          'X-RateLimit-Remaining': remaining,
+          'X-RateLimit-Reset': reset,
+        } = rateLimitHeaders(decision);
+        return { outcome: decision.outcome, limit, remaining, reset };
+      });
+      expect(new Set(informative.map((headers) => JSON.stringify(headers))).size).toBe(1);
+      expect(informative[0]).toMatchObject({ outcome: 'rate_limited', limit: '100', remaining: '0' });
+    },
+  );
+
+  it('a replica whose clock is an hour behind (faketime) gives the same headers as the others', async () => {
+    const limits: LimitRequest[] = [{ id: 'images', limit: 5, windowSeconds: 600, cost: 5 }];
+    const local = rateLimitHeaders(await replicas[0]!.limiter.check('clock', limits));
+    // faketime is a Debian package (apt-get install faketime); CI installs it.
+    const { stdout } = await execFileAsync('faketime', [
+      '-f',
+      '-1h',
+      process.execPath,
+      new URL('limiter-child.ts', import.meta.url).pathname,
+      redis.url,
+      'clock',
+      JSON.stringify(limits),
+    ]);
+    const child = JSON.parse(stdout) as { processNowMs: number; headers: Record<string, string> };
+    expect(Date.now() - child.processNowMs).toBeGreaterThan(HOUR_MS - 60_000);
+    const again = rateLimitHeaders(await replicas[1]!.limiter.check('clock', limits));
+    expect(child.headers).toEqual(again);
+    expect(child.headers['X-RateLimit-Reset']).toBe(local['X-RateLimit-Reset']);
+    expect(child.headers['X-RateLimit-Remaining']).toBe('0');
+  });
+});

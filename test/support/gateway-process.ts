@@ -1,0 +1,64 @@
+// Runs `src/main.ts` as its own process, as operators do, and reads its JSON log lines.
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+
+export interface GatewayProcess {
+  child: ChildProcessWithoutNullStreams;
+  gatewayUrl: string;
+  adminUrl: string;
+  lines: Record<string, unknown>[];
+  stderr: string[];
+  exited: Promise<number | null>;
+}
+
+interface ListenAddress {
+  address: string;
+  port: number;
+}
+
+function urlOf(address: ListenAddress): string {
+  return `http://127.0.0.1:${address.port}`;
+}
+
+export async function startGatewayProcess(
+  configPath: string,
+  env: Record<string, string> = {},
+): Promise<GatewayProcess> {
+  // process.execPath is the Node 24 that runs this test, not the system's.
+  const child = spawn(process.execPath, ['src/main.ts', '--config', configPath], {
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  const lines: Record<string, unknown>[] = [];
+  const stderr: string[] = [];
+  const exited = once(child, 'exit').then(([code]) => code as number | null);
+  child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk.toString('utf8')));
+  const ready = new Promise<Record<string, unknown>>((resolve, reject) => {
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      const entry = JSON.parse(line) as Record<string, unknown>;
+      lines.push(entry);
+      if (entry.msg === 'gengate is ready') resolve(entry);
+    });
+    void exited.then((code) => {
+      reject(new Error(`gengate exited with ${code} before it was ready: ${stderr.join('')}`));
+    });
+  });
+  const readyLine = await ready;
+  return {
+    child,
+    gatewayUrl: urlOf(readyLine.gateway as ListenAddress),
+    adminUrl: urlOf(readyLine.admin as ListenAddress),
+    lines,
+    stderr,
+    exited,
+  };
+}
+
+export async function waitFor(condition: () => boolean, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}

@@ -1,0 +1,167 @@
+// Real Redis processes for tests: a single server, or a three-master Cluster, each on free loopback ports
+// with persistence off and its own scratch directory. Whoever starts one stops it in teardown.
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer, connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { Redis } from 'ioredis';
+
+const execFileAsync = promisify(execFile);
+const STARTUP_TIMEOUT_MS = 10_000;
+const POLL_INTERVAL_MS = 20;
+
+export interface RedisServer {
+  url: string;
+  port: number;
+  /** Graceful shutdown; also closes every client() handed out. */
+  stop(): Promise<void>;
+  /** SIGKILL, as a crash: the port stays reserved for restart(). */
+  kill(): Promise<void>;
+  /** Starts again on the same port with an empty dataset, after kill(). */
+  restart(): Promise<void>;
+  /** A plain client for inspecting and poisoning state; closed by stop(). */
+  client(): Redis;
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  await new Promise<void>((resolve) => {
+    server.close(() => {
+      resolve();
+    });
+  });
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  return address.port;
+}
+
+async function sleep(ms: number): Promise<void> {
+  await new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Polls `condition` until it holds; throws with `what` after `timeoutMs`. */
+export async function waitFor(
+  what: string,
+  condition: () => Promise<boolean> | boolean,
+  timeoutMs = STARTUP_TIMEOUT_MS,
+) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(POLL_INTERVAL_MS);
+  }
+}
+
+// A raw PING over TCP: answers only once the server accepts commands, with no client library involved.
+async function answersPing(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.setTimeout(500);
+    socket.once('connect', () => socket.write('PING\r\n'));
+    socket.once('data', (data) => {
+      socket.destroy();
+      resolve(data.toString().startsWith('+PONG'));
+    });
+    socket.once('error', () => {
+      resolve(false);
+    });
+    socket.once('timeout', () => {
+      socket.destroy();
+      resolve(false);
+    });
+  });
+}
+
+async function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  await new Promise((resolve) => child.once('exit', resolve));
+}
+
+export async function startRedisServer(extraArgs: string[] = []): Promise<RedisServer> {
+  const port = await freePort();
+  const dir = await mkdtemp(join(tmpdir(), 'gengate-redis-'));
+  const clients: Redis[] = [];
+  let child: ChildProcess;
+
+  async function launch(): Promise<void> {
+    const args = [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--dir',
+      dir,
+    ];
+    child = spawn('redis-server', [...args, ...extraArgs], { stdio: 'ignore' });
+    await waitFor(`redis-server on ${port}`, () => answersPing(port));
+  }
+
+  await launch();
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    async stop() {
+      for (const client of clients) client.disconnect();
+      child.kill('SIGTERM');
+      await exited(child);
+      await rm(dir, { recursive: true, force: true });
+    },
+    async kill() {
+      child.kill('SIGKILL');
+      await exited(child);
+    },
+    restart: launch,
+    client() {
+      const client = new Redis(port, '127.0.0.1', { lazyConnect: false, maxRetriesPerRequest: 1 });
+      clients.push(client);
+      return client;
+    },
+  };
+}
+
+export interface RedisCluster {
+  nodes: { host: string; port: number }[];
+  servers: RedisServer[];
+  stop(): Promise<void>;
+}
+
+async function waitForClusterStateOk(server: RedisServer): Promise<void> {
+  const client = server.client();
+  await waitFor('cluster_state:ok', async () => {
+    const info = await client.call('CLUSTER', 'INFO');
+    return typeof info === 'string' && info.includes('cluster_state:ok');
+  });
+}
+
+/** Three masters, no replicas, every slot assigned; resolves once every node reports cluster_state:ok. */
+export async function startRedisCluster(): Promise<RedisCluster> {
+  const servers = await Promise.all(
+    [0, 1, 2].map(() => startRedisServer(['--cluster-enabled', 'yes', '--cluster-node-timeout', '2000'])),
+  );
+  const stop = async () => {
+    await Promise.all(servers.map((server) => server.stop()));
+  };
+  try {
+    const addresses = servers.map((server) => `127.0.0.1:${server.port}`);
+    await execFileAsync('redis-cli', [
+      '--cluster',
+      'create',
+      ...addresses,
+      '--cluster-replicas',
+      '0',
+      '--cluster-yes',
+    ]);
+    for (const server of servers) await waitForClusterStateOk(server);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { nodes: servers.map((server) => ({ host: '127.0.0.1', port: server.port })), servers, stop };
+}
