@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { IncomingMessage } from 'node:http';
+import { installAuthFailureGuard } from './auth/failure-guard.ts';
 import type { TenantDirectory } from './auth/tenant-directory.ts';
 import type { GatewayConfig } from './config/schema.ts';
 import { answerFrameworkError, installErrorHandling } from './errors/error-handler.ts';
@@ -10,8 +11,10 @@ import { installDraining } from './gateway/draining.ts';
 import { registerGatewayRoutes, type CredentialSource } from './gateway/routes.ts';
 import type { GatewayMetrics } from './observability/metrics.ts';
 import { installRequestObserver } from './observability/request-observer.ts';
+import type { RateLimiter } from './ratelimit/types.ts';
 import type { UpstreamClient } from './upstream/client.ts';
 import type { UsageMeter } from './usage/meter.ts';
+import { installValidationFailureCounter } from './validation/failure-metrics.ts';
 import { installJsonBodyParser } from './validation/json-body.ts';
 
 export interface AppDependencies {
@@ -22,6 +25,7 @@ export interface AppDependencies {
   metrics: GatewayMetrics;
   upstream: UpstreamClient;
   usage: UsageMeter;
+  limiter: RateLimiter;
   now?: () => number;
 }
 
@@ -58,11 +62,15 @@ export function buildApp(config: GatewayConfig, deps: AppDependencies): FastifyI
   installDraining(app);
   installRequestObserver(app, deps.metrics);
   installJsonBodyParser(app, config.server.bodyLimitBytes);
+  installValidationFailureCounter(app, deps.metrics);
   registerGatewayRoutes(app, {
     tenants: deps.tenants,
     credentials: deps.credentials,
     upstream: deps.upstream,
     usage: deps.usage,
+    limiter: deps.limiter,
+    authFailures: installAuthFailureGuard(app, config.server.authenticationFailures),
+    metrics: deps.metrics,
     now: deps.now ?? Date.now,
   });
   return app;

@@ -9,7 +9,9 @@ import { buildApp } from './app.ts';
 import { createTenantDirectory } from './auth/tenant-directory.ts';
 import { createCredentialStore } from './config/credentials.ts';
 import { ConfigError, loadConfig } from './config/load.ts';
+import { assertTenantsReloadable, watchConfig } from './config/reload.ts';
 import { createMetrics } from './observability/metrics.ts';
+import { createConfiguredRateLimiter } from './ratelimit/from-config.ts';
 import { startSimulator } from './simulator/server.ts';
 import { createUpstreamClient } from './upstream/client.ts';
 import { createMemoryUsageMeter } from './usage/meter.ts';
@@ -35,13 +37,6 @@ async function orExitOnConfigError<T>(step: () => Promise<T>): Promise<T> {
 }
 
 const config = await orExitOnConfigError(() => loadConfig(configPath, process.env));
-if (config.store.kind !== 'memory') {
-  process.stderr.write(
-    'gengate: store.kind redis is not available in this build yet; use store.kind: memory\n',
-  );
-  process.exit(EXIT_CONFIG_INVALID);
-}
-
 const logger = pino({ level: process.env.LOG_LEVEL ?? config.logging.level, base: { service: 'gengate' } });
 const credentials = await orExitOnConfigError(() =>
   createCredentialStore(config.upstream.credentials, { baseDir: dirname(configPath), logger }),
@@ -62,8 +57,23 @@ const simulator = config.simulator.enabled
   : undefined;
 
 const metrics = createMetrics();
-const readiness = createReadiness();
-const tenants = createTenantDirectory(config.tenants);
+const rateLimits = await createConfiguredRateLimiter(config.store, { logger, registry: metrics.registry });
+const readiness = createReadiness(
+  config.store.failMode === 'closed' ? { storeAvailable: () => !rateLimits.limiter.degraded } : {},
+);
+let tenants = createTenantDirectory(config.tenants);
+// Tenants, keys, policies and limits apply to the next request; a request in flight keeps the tenant it
+// authenticated as. Everything else in the file needs a restart (see docs/configuration.md).
+const configWatcher = watchConfig({
+  path: configPath,
+  load: () => loadConfig(configPath, process.env),
+  onReload: (next) => {
+    assertTenantsReloadable(next, credentials);
+    tenants = createTenantDirectory(next.tenants);
+  },
+  logger,
+  metrics,
+});
 const upstream = createUpstreamClient({
   baseUrl: config.upstream.baseUrl,
   timeoutMs: config.upstream.timeoutMs,
@@ -75,6 +85,7 @@ const gateway = buildApp(config, {
   metrics,
   upstream,
   usage: createMemoryUsageMeter(),
+  limiter: rateLimits.limiter,
 });
 const admin = buildAdminApp({ logger, metrics, readiness });
 
@@ -92,13 +103,14 @@ async function shutDown(signal: string): Promise<void> {
   shuttingDown = true;
   logger.info({ signal }, 'draining');
   readiness.markDraining();
+  configWatcher.close();
   // Stop accepting at once; in-flight requests get until the deadline, then their sockets are closed.
   const deadline = setTimeout(() => {
     gateway.server.closeAllConnections();
   }, DRAIN_TIMEOUT_MS);
   await gateway.close();
   clearTimeout(deadline);
-  await Promise.all([admin.close(), upstream.close(), simulator?.close()]);
+  await Promise.all([admin.close(), upstream.close(), rateLimits.close(), simulator?.close()]);
   credentials.close();
   logger.info('stopped');
 }

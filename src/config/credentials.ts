@@ -1,11 +1,10 @@
 // The named upstream tokens. `{ env }` tokens are taken from the environment given to loadConfig, once;
-// `{ file }` tokens are read at start and again whenever the file changes. Kubernetes updates a secret
-// mount by swapping the `..data` symlink in the mount's folder, which a watch on the file itself misses,
-// so the folder is watched, and the path is polled too for filesystems that send no change events.
+// `{ file }` tokens are read at start and again whenever the file changes (src/config/watch-file.ts
+// follows Kubernetes secret mounts too).
 // Tokens never appear in an error or a log line: only credential names and file paths do.
-import { watch, unwatchFile, watchFile, type FSWatcher, type StatsListener } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { dirname, resolve } from 'node:path';
+import { resolve } from 'node:path';
+import { watchFileChanges } from './watch-file.ts';
 import type { Logger } from 'pino';
 import { ConfigError, formatPath, type ConfigProblem } from './problems.ts';
 import type { GatewayConfig } from './schema.ts';
@@ -18,6 +17,7 @@ type CredentialsConfig = GatewayConfig['upstream']['credentials'];
 export interface CredentialStore {
   /** The current token of a configured credential. */
   get(name: string): string;
+  has(name: string): boolean;
   close(): void;
 }
 
@@ -64,48 +64,6 @@ async function readToken(path: string): Promise<{ token: string } | { reason: st
   }
 }
 
-interface WatchedFile {
-  close(): void;
-}
-
-function watchPath(
-  path: string,
-  debounceMs: number,
-  pollIntervalMs: number,
-  onChange: () => void,
-): WatchedFile {
-  let timer: NodeJS.Timeout | undefined;
-  const changed = () => {
-    clearTimeout(timer);
-    timer = setTimeout(onChange, debounceMs).unref();
-  };
-  const poll: StatsListener = (current, previous) => {
-    if (
-      current.mtimeMs !== previous.mtimeMs ||
-      current.ino !== previous.ino ||
-      current.size !== previous.size
-    ) {
-      changed();
-    }
-  };
-  watchFile(path, { interval: pollIntervalMs, persistent: false }, poll);
-  let folder: FSWatcher | undefined;
-  try {
-    folder = watch(dirname(path), { persistent: false }, changed);
-    // A vanished folder ends its watcher; polling the path still notices the folder's return.
-    folder.on('error', () => folder?.close());
-  } catch {
-    folder = undefined;
-  }
-  return {
-    close() {
-      clearTimeout(timer);
-      unwatchFile(path, poll);
-      folder?.close();
-    },
-  };
-}
-
 interface FileCredential {
   name: string;
   path: string;
@@ -116,7 +74,7 @@ function followTokenFile(
   { name, path }: FileCredential,
   tokens: Map<string, string>,
   options: CredentialStoreOptions,
-): WatchedFile {
+): () => void {
   let latestRead = 0;
   // Folder events and polling both report one change; each state is logged once.
   let reportedReason: string | undefined;
@@ -140,10 +98,12 @@ function followTokenFile(
       options.logger?.info({ credential: name, file: path }, 'credential reloaded');
     }
   };
-  return watchPath(
+  return watchFileChanges(
     path,
-    options.debounceMs ?? DEFAULT_CREDENTIAL_DEBOUNCE_MS,
-    options.pollIntervalMs ?? DEFAULT_CREDENTIAL_POLL_INTERVAL_MS,
+    {
+      debounceMs: options.debounceMs ?? DEFAULT_CREDENTIAL_DEBOUNCE_MS,
+      pollIntervalMs: options.pollIntervalMs ?? DEFAULT_CREDENTIAL_POLL_INTERVAL_MS,
+    },
     () => void reload(),
   );
 }
@@ -173,7 +133,7 @@ export async function createCredentialStore(
     } else tokens.set(name, initial.token);
   }
   if (problems.length > 0) throw new ConfigError(problems);
-  const watched = fileCredentials.map((credential) => followTokenFile(credential, tokens, options));
+  const stopWatching = fileCredentials.map((credential) => followTokenFile(credential, tokens, options));
 
   return {
     get(name) {
@@ -181,8 +141,9 @@ export async function createCredentialStore(
       if (token === undefined) throw new Error(`unknown upstream credential "${name}"`);
       return token;
     },
+    has: (name) => tokens.has(name),
     close() {
-      for (const file of watched) file.close();
+      for (const stop of stopWatching) stop();
     },
   };
 }

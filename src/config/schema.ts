@@ -16,6 +16,9 @@ export const DEFAULT_ADMIN_PORT = 9090;
 export const DEFAULT_SIMULATOR_PORT = 8090;
 export const DEFAULT_BODY_LIMIT_BYTES = 10_485_760;
 export const DEFAULT_REQUEST_TIMEOUT_MS = 120_000;
+/** Failed authentications one client address may make per window before it is refused outright. */
+export const DEFAULT_AUTH_FAILURE_LIMIT = 20;
+export const DEFAULT_AUTH_FAILURE_WINDOW_SECONDS = 60;
 export const DEFAULT_UPSTREAM_BASE_URL = 'https://api.maxai.lol';
 export const DEFAULT_UPSTREAM_TIMEOUT_MS = 60_000;
 export const DEFAULT_SIMULATOR_QUEUED_MS = 1_500;
@@ -63,6 +66,17 @@ const ServerSchema = object(
       { default: false, description: 'true or false, an address or CIDR, or a list of them' },
     ),
     requestTimeoutMs: positiveMs(DEFAULT_REQUEST_TIMEOUT_MS),
+    authenticationFailures: object(
+      {
+        limit: Type.Integer({ minimum: 1, default: DEFAULT_AUTH_FAILURE_LIMIT }),
+        windowSeconds: Type.Integer({
+          minimum: 1,
+          maximum: 86_400,
+          default: DEFAULT_AUTH_FAILURE_WINDOW_SECONDS,
+        }),
+      },
+      {},
+    ),
   },
   {},
 );
@@ -122,12 +136,24 @@ const StoreSchema = object(
           default: DEFAULT_REDIS_URL,
           description: 'a redis:// or rediss:// URL',
         }),
+        nodes: Type.Optional(
+          Type.Array(object({ host: Type.String({ minLength: 1 }), port: port(6379) }, {}), {
+            minItems: 1,
+            description: 'Redis Cluster seed nodes; when given, url is not used',
+          }),
+        ),
         keyPrefix: Type.String({ default: DEFAULT_REDIS_KEY_PREFIX }),
         commandTimeoutMs: positiveMs(DEFAULT_STORE_COMMAND_TIMEOUT_MS),
       },
       {},
     ),
     failMode: oneOf(['open', 'closed'], 'open'),
+    replicas: Type.Integer({
+      minimum: 1,
+      default: 1,
+      description:
+        'gateway replicas sharing the store: while it fails open, each admits 1/replicas of a limit',
+    }),
   },
   {},
 );

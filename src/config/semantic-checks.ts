@@ -2,6 +2,7 @@
 import { modelGlobProblem } from './model-globs.ts';
 import { formatPath, type ConfigProblem } from './problems.ts';
 import type { GatewayConfig } from './schema.ts';
+import { MAX_LIMIT_TIMES_WINDOW_SECONDS } from '../ratelimit/gcra.ts';
 
 function checkUniqueTenantIds(config: GatewayConfig, problems: ConfigProblem[]): void {
   const firstIndex = new Map<string, number>();
@@ -41,6 +42,12 @@ function checkLimitIds(config: GatewayConfig, problems: ConfigProblem[]): void {
         });
       }
       seen.add(limit.id);
+      if (limit.limit * limit.windowSeconds > MAX_LIMIT_TIMES_WINDOW_SECONDS) {
+        problems.push({
+          path: formatPath(['tenants', tenantIndex, 'limits', limitIndex, 'limit']),
+          message: `limit × windowSeconds must be at most ${MAX_LIMIT_TIMES_WINDOW_SECONDS} (the limiter's exact arithmetic)`,
+        });
+      }
     });
   });
 }

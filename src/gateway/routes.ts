@@ -1,9 +1,10 @@
 // The gateway's routes: one Fastify route per row of the allowlist, each guarded by the same hooks
 // (exact request target, then authentication) before anything is parsed or forwarded.
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
+import type { AuthFailureGuard } from '../auth/failure-guard.ts';
 import type { TenantDirectory } from '../auth/tenant-directory.ts';
 import { routeNotFound } from '../errors/error-handler.ts';
-import { gatewayError } from '../errors/registry.ts';
+import { GatewayError, gatewayError } from '../errors/registry.ts';
 import {
   GATEWAY_ROUTES,
   allowedMethodsByPath,
@@ -12,12 +13,17 @@ import {
   upstreamPath,
   type GatewayRoute,
 } from '../routing/route-table.ts';
+import type { GatewayMetrics } from '../observability/metrics.ts';
+import { createPolicyHook } from '../policy/policy-hook.ts';
+import type { RateLimiter } from '../ratelimit/types.ts';
 import type { UpstreamClient, UpstreamResponse } from '../upstream/client.ts';
 import { headersForClient, headersForUpstream, retryAfterSeconds } from '../upstream/headers.ts';
-import type { JsonBody } from '../validation/json-body.ts';
+import { parsedJsonBody } from '../validation/json-body.ts';
+import { validateRequestBody } from '../validation/validate-request.ts';
 import type { UsageMeter } from '../usage/meter.ts';
 import { usageEventsFor } from '../usage/record.ts';
 import { createAccountHandler } from './account.ts';
+import { chargeTenantLimits } from './limits.ts';
 
 export interface CredentialSource {
   get(name: string): string;
@@ -28,6 +34,9 @@ export interface GatewayRoutesOptions {
   credentials: CredentialSource;
   upstream: UpstreamClient;
   usage: UsageMeter;
+  limiter: RateLimiter;
+  authFailures: AuthFailureGuard;
+  metrics: GatewayMetrics;
   now: () => number;
 }
 
@@ -64,13 +73,6 @@ async function admitRequestTarget(request: FastifyRequest): Promise<void> {
   }
 }
 
-function jsonBodyOf(request: FastifyRequest): JsonBody {
-  if (request.body === undefined) {
-    throw gatewayError('unsupported_media_type', 'send a JSON object with Content-Type: application/json');
-  }
-  return request.body as JsonBody;
-}
-
 function addDeprecationHeaders(route: GatewayRoute) {
   const link = `<${route.successorPath ?? route.path}>; rel="successor-version"`;
   return async (_request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
@@ -81,14 +83,23 @@ function addDeprecationHeaders(route: GatewayRoute) {
 
 export function registerGatewayRoutes(app: FastifyInstance, options: GatewayRoutesOptions): void {
   const authenticate = async (request: FastifyRequest) => {
-    request.caller = options.tenants().authenticate(request.headers.authorization, options.now());
+    await options.authFailures.refuseIfBlocked(request);
+    try {
+      request.caller = options.tenants().authenticate(request.headers.authorization, options.now());
+    } catch (error) {
+      // A wrong or expired key is a guess; a missing one is not, and must not lock out a shared address.
+      if (error instanceof GatewayError && error.code !== 'missing_api_key') {
+        await options.authFailures.recordFailure(request);
+      }
+      throw error;
+    }
   };
 
   async function forward(request: FastifyRequest, reply: FastifyReply) {
     const route = gatewayRouteOf(request);
     const caller = request.caller;
     if (caller === undefined) throw new Error('forward called before authentication');
-    const jsonBody = route.method === 'POST' ? jsonBodyOf(request) : undefined;
+    const jsonBody = route.method === 'POST' ? parsedJsonBody(request) : undefined;
     const body = jsonBody?.raw;
     const token = options.credentials.get(caller.tenant.credential);
     const started = performance.now();
@@ -118,6 +129,15 @@ export function registerGatewayRoutes(app: FastifyInstance, options: GatewayRout
     return reply.code(response.status).headers(headersForClient(response.headers)).send(response.body);
   }
 
+  async function chargeLimits(request: FastifyRequest, reply: FastifyReply) {
+    const route = gatewayRouteOf(request);
+    const tenant = request.caller?.tenant;
+    if (tenant === undefined) throw new Error('limits charged before authentication');
+    const body = route.method === 'POST' ? parsedJsonBody(request).value : undefined;
+    reply.headers(await chargeTenantLimits(options.limiter, tenant, route.id, body));
+  }
+
+  const enforcePolicy = createPolicyHook(options.metrics);
   const answerAccountLocally = createAccountHandler(options.usage, options.now);
   async function countServedRequest(request: FastifyRequest, reply: FastifyReply) {
     if (request.caller !== undefined && reply.statusCode < 300) {
@@ -136,6 +156,10 @@ export function registerGatewayRoutes(app: FastifyInstance, options: GatewayRout
       url: route.path,
       config: { gatewayRoute: route },
       onRequest: [admitRequestTarget, authenticate],
+      // A create is validated, then judged by the tenant's policy, then charged; other routes are charged.
+      ...(route.method === 'POST'
+        ? { preValidation: validateRequestBody, preHandler: [enforcePolicy, chargeLimits] }
+        : { preHandler: chargeLimits }),
       onResponse: countServedRequest,
       ...(route.successorPath === undefined ? {} : { onSend: addDeprecationHeaders(route) }),
       handler: isAccountRoute

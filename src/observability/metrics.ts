@@ -46,5 +46,23 @@ export function createMetrics(registry: Registry = new Registry()) {
       help: 'Requests received and not yet answered.',
       registers: [registry],
     }),
+    validationFailures: new Counter({
+      name: 'gengate_validation_failures_total',
+      help: 'Refused request bodies, once per problem field; param is a schema field path, (unknown) or (body).',
+      labelNames: ['route', 'param'] as const,
+      registers: [registry],
+    }),
+    policyActions: new Counter({
+      name: 'gengate_policy_actions_total',
+      help: 'Policy decisions by rule: raised, clamped, set or rejected (enforce mode), shadowed (shadow mode).',
+      labelNames: ['tenant', 'rule', 'action'] as const,
+      registers: [registry],
+    }),
+    configReloads: new Counter({
+      name: 'gengate_config_reloads_total',
+      help: 'Configuration reloads by result: success, or error when the new file was refused.',
+      labelNames: ['result'] as const,
+      registers: [registry],
+    }),
   };
 }

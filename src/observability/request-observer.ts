@@ -46,6 +46,7 @@ export function installRequestObserver(app: FastifyInstance, metrics: GatewayMet
         status,
         durationMs: round(totalMs),
         upstreamMs: request.upstreamMs === undefined ? undefined : round(request.upstreamMs),
+        ...request.policyLog,
       },
       'request',
     );

@@ -10,6 +10,8 @@ declare module 'fastify' {
     upstreamMs?: number;
     /** The upstream's status code, when it answered. */
     upstreamStatus?: number;
+    /** What the tenant's policy did, for the request's log line (rule and action words only). */
+    policyLog?: Record<string, string>;
   }
   interface FastifyContextConfig {
     gatewayRoute?: GatewayRoute;

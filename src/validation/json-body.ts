@@ -1,8 +1,9 @@
 // The gateway's only JSON body parser: one strict, lossless parse whose result drives every decision
 // and whose raw bytes are what the upstream receives when nothing had to change.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { gatewayError } from '../errors/registry.ts';
+import { gatewayError, type GatewayError } from '../errors/registry.ts';
 import { parseJsonLossless } from '../json/lossless.ts';
+import { findStructureProblem, MAX_JSON_DEPTH, type StructureProblem } from './json-structure.ts';
 
 export interface JsonBody {
   /** The bytes exactly as the client sent them. */
@@ -14,6 +15,7 @@ export interface JsonBody {
 // `fatal` rejects invalid UTF-8; `ignoreBOM` keeps a BOM in the text so that JSON.parse rejects it.
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 const CHARSET_PARAMETER = /;\s*charset\s*=\s*"?([^";\s]+)"?/i;
+const NOT_UTF8_JSON = 'the request body is not valid UTF-8 JSON';
 
 function assertUtf8Charset(contentType: string | undefined): void {
   const charset = contentType === undefined ? undefined : CHARSET_PARAMETER.exec(contentType)?.[1];
@@ -22,18 +24,51 @@ function assertUtf8Charset(contentType: string | undefined): void {
   }
 }
 
+function structureError(problem: Exclude<StructureProblem, { kind: 'too_deep' }>): GatewayError {
+  const reason =
+    problem.kind === 'duplicate_member'
+      ? 'appears more than once; member names must be unique'
+      : 'is a reserved member name (__proto__ and constructor are not accepted)';
+  return gatewayError('invalid_json', `${problem.path} ${reason}`, { param: problem.path });
+}
+
+function decodeUtf8(raw: Buffer): string {
+  try {
+    return utf8.decode(raw);
+  } catch (error) {
+    throw gatewayError('invalid_json', NOT_UTF8_JSON, { cause: error });
+  }
+}
+
+function parseLossless(text: string): unknown {
+  try {
+    return parseJsonLossless(text);
+  } catch (error) {
+    throw gatewayError('invalid_json', NOT_UTF8_JSON, { cause: error });
+  }
+}
+
 export function parseJsonBody(raw: Buffer): JsonBody {
   if (raw.length === 0) throw gatewayError('invalid_json', 'the request body is empty; send a JSON object');
-  let value: unknown;
-  try {
-    value = parseJsonLossless(utf8.decode(raw));
-  } catch (error) {
-    throw gatewayError('invalid_json', 'the request body is not valid UTF-8 JSON', { cause: error });
+  const text = decodeUtf8(raw);
+  const problem = findStructureProblem(text);
+  if (problem?.kind === 'too_deep') {
+    throw gatewayError('invalid_json', `the request body nests deeper than ${MAX_JSON_DEPTH} levels`);
   }
+  const value = parseLossless(text);
+  if (problem !== undefined) throw structureError(problem);
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw gatewayError('invalid_json', 'the request body must be a JSON object');
   }
   return { raw, value: value as Record<string, unknown> };
+}
+
+/** The parsed body of a POST route; a request that sent none gets the same 415 as a wrong media type. */
+export function parsedJsonBody(request: FastifyRequest): JsonBody {
+  if (request.body === undefined) {
+    throw gatewayError('unsupported_media_type', 'send a JSON object with Content-Type: application/json');
+  }
+  return request.body as JsonBody;
 }
 
 export function installJsonBodyParser(app: FastifyInstance, bodyLimitBytes: number): void {

@@ -95,6 +95,7 @@ tenants:
         bodyLimitBytes: 10485760,
         trustProxy: false,
         requestTimeoutMs: 120000,
+        authenticationFailures: { limit: 20, windowSeconds: 60 },
       },
       admin: { host: '0.0.0.0', port: 9090 },
       logging: { level: 'info', prompts: false },
@@ -115,6 +116,7 @@ tenants:
         kind: 'redis',
         redis: { url: 'redis://127.0.0.1:6379/0', keyPrefix: 'gengate:', commandTimeoutMs: 100 },
         failMode: 'open',
+        replicas: 1,
       },
       tenants: [
         {

@@ -8,6 +8,8 @@ import { generateTenantKey } from '../../src/auth/keys.ts';
 import { createTenantDirectory } from '../../src/auth/tenant-directory.ts';
 import { parseConfigText } from '../../src/config/load.ts';
 import { createMetrics, type GatewayMetrics } from '../../src/observability/metrics.ts';
+import { createConfiguredRateLimiter } from '../../src/ratelimit/from-config.ts';
+import type { RateLimiter } from '../../src/ratelimit/types.ts';
 import { startSimulator } from '../../src/simulator/server.ts';
 import { createUpstreamClient } from '../../src/upstream/client.ts';
 import { createMemoryUsageMeter } from '../../src/usage/meter.ts';
@@ -22,6 +24,7 @@ export interface GatewayHarness {
   app: FastifyInstance;
   simulator: Awaited<ReturnType<typeof startSimulator>>;
   metrics: GatewayMetrics;
+  limiter: RateLimiter;
   keys: { alpha: string; beta: string; expired: string };
   logLines: string[];
   close(): Promise<void>;
@@ -31,6 +34,14 @@ export interface HarnessOptions {
   upstreamTimeoutMs?: number;
   bodyLimitBytes?: number;
   simulatorRequestsPerMinute?: number;
+  /** YAML for the alpha tenant's `limits:` list (flow style), e.g. `[{ id: r, routes: ['*'], cost: requests, limit: 2, windowSeconds: 60 }]`. */
+  alphaLimitsYaml?: string;
+  /** The `store:` mapping (flow style); memory by default. */
+  storeYaml?: string;
+  /** YAML for the alpha tenant's `policy:` mapping (flow style). */
+  alphaPolicyYaml?: string;
+  /** Failed authentications allowed per client address and minute. */
+  authFailureLimit?: number;
 }
 
 export async function startGatewayHarness(options: HarnessOptions = {}): Promise<GatewayHarness> {
@@ -48,20 +59,26 @@ export async function startGatewayHarness(options: HarnessOptions = {}): Promise
   const beta = generateTenantKey();
   const expired = generateTenantKey();
   const yaml = `
-server: { host: 127.0.0.1, port: 0, bodyLimitBytes: ${options.bodyLimitBytes ?? 10485760} }
+server:
+  host: 127.0.0.1
+  port: 0
+  bodyLimitBytes: ${options.bodyLimitBytes ?? 10485760}
+  authenticationFailures: { limit: ${options.authFailureLimit ?? 1000}, windowSeconds: 60 }
 upstream:
   baseUrl: ${simulator.url}
   timeoutMs: ${options.upstreamTimeoutMs ?? 5000}
   credentials:
     shared: { env: SHARED_TOKEN }
     research: { env: RESEARCH_TOKEN }
-store: { kind: memory }
+store: ${options.storeYaml ?? '{ kind: memory }'}
 tenants:
   - id: alpha
     credential: shared
     keys:
       - { sha256: "${alpha.sha256}", prefix: "${alpha.prefix}", label: ci }
       - { sha256: "${expired.sha256}", prefix: "${expired.prefix}", label: old, expiresAt: "2020-01-01T00:00:00Z" }
+    limits: ${options.alphaLimitsYaml ?? '[]'}
+    policy: ${options.alphaPolicyYaml ?? '{}'}
   - id: beta
     credential: research
     account: passthrough
@@ -85,6 +102,7 @@ tenants:
   const metrics = createMetrics();
   const upstream = createUpstreamClient({ baseUrl: simulator.url, timeoutMs: config.upstream.timeoutMs });
   const tenants = createTenantDirectory(config.tenants);
+  const rateLimits = await createConfiguredRateLimiter(config.store, { logger, registry: metrics.registry });
   const app = buildApp(config, {
     logger,
     tenants: () => tenants,
@@ -92,6 +110,7 @@ tenants:
     metrics,
     upstream,
     usage: createMemoryUsageMeter(),
+    limiter: rateLimits.limiter,
   });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
   return {
@@ -99,11 +118,13 @@ tenants:
     app,
     simulator,
     metrics,
+    limiter: rateLimits.limiter,
     keys: { alpha: alpha.key, beta: beta.key, expired: expired.key },
     logLines,
     async close() {
       await app.close();
       await upstream.close();
+      await rateLimits.close();
       await simulator.close();
     },
   };

@@ -24,9 +24,12 @@ function urlOf(address: ListenAddress): string {
 export async function startGatewayProcess(
   configPath: string,
   env: Record<string, string> = {},
+  /** A command the gateway runs under, e.g. `['faketime', '-f', '-1h']`. */
+  wrapper: string[] = [],
 ): Promise<GatewayProcess> {
   // process.execPath is the Node 24 that runs this test, not the system's.
-  const child = spawn(process.execPath, ['src/main.ts', '--config', configPath], {
+  const command = [...wrapper, process.execPath, 'src/main.ts', '--config', configPath];
+  const child = spawn(command[0]!, command.slice(1), {
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
   });

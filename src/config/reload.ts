@@ -1,0 +1,122 @@
+// Reloads the configuration without a restart: on SIGHUP and whenever the file changes (contract
+// section 2). A file that does not load is refused: its problems are logged and counted, and the caller
+// keeps the configuration it has.
+import type { Logger } from 'pino';
+import type { GatewayMetrics } from '../observability/metrics.ts';
+import { ConfigError } from './problems.ts';
+import type { GatewayConfig } from './schema.ts';
+import { watchFileChanges } from './watch-file.ts';
+
+export const DEFAULT_CONFIG_RELOAD_DEBOUNCE_MS = 200;
+export const DEFAULT_CONFIG_POLL_INTERVAL_MS = 5_000;
+const RELOAD_SIGNAL = 'SIGHUP';
+
+/** Where SIGHUP comes from: `process` in production, any emitter in tests. */
+export interface SignalSource {
+  on(signal: typeof RELOAD_SIGNAL, listener: () => void): unknown;
+  off(signal: typeof RELOAD_SIGNAL, listener: () => void): unknown;
+}
+
+export interface ConfigWatcherOptions {
+  path: string;
+  /** Reads and validates the file, e.g. `() => loadConfig(path, process.env)`; rejects when it is invalid. */
+  load: () => Promise<GatewayConfig>;
+  /** Receives each valid new configuration; throwing refuses it like an invalid file. */
+  onReload: (config: GatewayConfig) => void;
+  /** Told about each refused reload, after it is logged and counted. */
+  onError?: (error: unknown) => void;
+  logger: Pick<Logger, 'info' | 'error'>;
+  metrics: Pick<GatewayMetrics, 'configReloads'>;
+  signals?: SignalSource;
+  debounceMs?: number;
+  pollIntervalMs?: number;
+}
+
+export type ReloadResult = 'success' | 'error';
+
+export interface ConfigWatcher {
+  /** Reloads now. A reload asked for while one runs waits for it; any further asks share that one. */
+  reload(): Promise<ReloadResult>;
+  /** Stops watching the file and listening for SIGHUP. */
+  close(): void;
+}
+
+export function watchConfig(options: ConfigWatcherOptions): ConfigWatcher {
+  const { path, load, onReload, onError, logger, metrics } = options;
+
+  const reloadOnce = async (): Promise<ReloadResult> => {
+    try {
+      const config = await load();
+      onReload(config);
+      metrics.configReloads.inc({ result: 'success' });
+      logger.info({ path, tenants: config.tenants.length }, 'configuration reloaded');
+      return 'success';
+    } catch (error) {
+      metrics.configReloads.inc({ result: 'error' });
+      const reason = error instanceof ConfigError ? { problems: error.problems } : { err: error };
+      logger.error({ path, ...reason }, 'configuration reload refused; keeping the current configuration');
+      onError?.(error);
+      return 'error';
+    }
+  };
+
+  // One reload at a time, and at most one waiting: it reads the file after every change seen so far.
+  let running: Promise<ReloadResult> | undefined;
+  let waiting: Promise<ReloadResult> | undefined;
+  const start = (): Promise<ReloadResult> => {
+    const run = reloadOnce().finally(() => {
+      running = undefined;
+    });
+    running = run;
+    return run;
+  };
+  const reload = (): Promise<ReloadResult> => {
+    if (waiting !== undefined) return waiting;
+    if (running === undefined) return start();
+    waiting = running.then(() => {
+      waiting = undefined;
+      return start();
+    });
+    return waiting;
+  };
+
+  const reloadInBackground = () => void reload();
+  const signals = options.signals ?? process;
+  signals.on(RELOAD_SIGNAL, reloadInBackground);
+  const stopWatching = watchFileChanges(
+    path,
+    {
+      debounceMs: options.debounceMs ?? DEFAULT_CONFIG_RELOAD_DEBOUNCE_MS,
+      pollIntervalMs: options.pollIntervalMs ?? DEFAULT_CONFIG_POLL_INTERVAL_MS,
+    },
+    reloadInBackground,
+  );
+
+  return {
+    reload,
+    close() {
+      signals.off(RELOAD_SIGNAL, reloadInBackground);
+      stopWatching();
+    },
+  };
+}
+
+/**
+ * A reload changes tenants only; the rest of the file is read at start-up. A new file whose tenants use an
+ * upstream credential the running process does not hold cannot be applied without a restart, so it is
+ * refused like an invalid file.
+ */
+export function assertTenantsReloadable(
+  next: GatewayConfig,
+  credentials: { has(name: string): boolean },
+): void {
+  const missing = next.tenants.filter((tenant) => !credentials.has(tenant.credential));
+  if (missing.length > 0) {
+    throw new ConfigError(
+      missing.map((tenant) => ({
+        path: `tenants.${tenant.id}.credential`,
+        message: `credential "${tenant.credential}" is new: upstream credentials change only on restart`,
+      })),
+    );
+  }
+}

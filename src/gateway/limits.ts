@@ -1,0 +1,79 @@
+// Charges a request against its tenant's limits (contract section 8) and turns the limiter's decision
+// into response headers or a refusal. Runs after validation and policy, so `samples` is the clamped value
+// and a rejected request is never charged.
+import type { RouteId } from '../config/route-ids.ts';
+import type { TenantConfig, TenantLimit } from '../config/schema.ts';
+import { gatewayError } from '../errors/registry.ts';
+import { rateLimitHeaders } from '../ratelimit/headers.ts';
+import type { LimitRequest, RateLimiter } from '../ratelimit/types.ts';
+
+// The route that carries each cost unit; `requests` is carried by every route.
+const UNIT_ROUTE = { samples: 'images.create', videoSeconds: 'videos.create' } as const;
+
+function positiveInteger(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isInteger(value) && value > 0 ? value : undefined;
+}
+
+/** What this request costs against one limit, or undefined when the limit does not count this route. */
+function costAgainst(limit: TenantLimit, route: RouteId, body: Record<string, unknown> | undefined) {
+  if (!limit.routes.includes('*') && !limit.routes.includes(route)) return undefined;
+  switch (limit.cost) {
+    case 'requests':
+      return 1;
+    case 'samples':
+      return route === UNIT_ROUTE.samples ? (positiveInteger(body?.samples) ?? 1) : undefined;
+    case 'videoSeconds':
+      // A duration that is not a positive integer is refused by validation or by the service; it is
+      // never a credit.
+      return route === UNIT_ROUTE.videoSeconds ? (positiveInteger(body?.duration) ?? 0) : undefined;
+  }
+}
+
+export function applicableLimits(
+  tenant: TenantConfig,
+  route: RouteId,
+  body: Record<string, unknown> | undefined,
+): LimitRequest[] {
+  const limits: LimitRequest[] = [];
+  for (const limit of tenant.limits) {
+    const cost = costAgainst(limit, route, body);
+    if (cost !== undefined) {
+      limits.push({ id: limit.id, limit: limit.limit, windowSeconds: limit.windowSeconds, cost });
+    }
+  }
+  return limits;
+}
+
+/** Charges the request or throws its refusal; returns the rate-limit headers for the response. */
+export async function chargeTenantLimits(
+  limiter: RateLimiter,
+  tenant: TenantConfig,
+  route: RouteId,
+  body: Record<string, unknown> | undefined,
+): Promise<Record<string, string>> {
+  const limits = applicableLimits(tenant, route, body);
+  if (limits.length === 0) return {};
+  const decision = await limiter.check(tenant.id, limits);
+  const headers = rateLimitHeaders(decision);
+  switch (decision.outcome) {
+    case 'admitted':
+      return headers;
+    case 'rate_limited': {
+      const binding = decision.binding;
+      const which = binding === undefined ? 'a rate limit' : `rate limit "${binding.id}"`;
+      throw gatewayError('rate_limited', `${which} has no room for this request; retry later`, { headers });
+    }
+    case 'cost_exceeds_limit': {
+      const exceeded = decision.exceeded;
+      const message =
+        exceeded === undefined
+          ? 'this request costs more than a rate limit can ever admit'
+          : `this request costs ${exceeded.cost} but rate limit "${exceeded.id}" admits at most ${exceeded.limit} per ${exceeded.windowSeconds} s`;
+      throw gatewayError('cost_exceeds_limit', message, { headers });
+    }
+    case 'store_unavailable':
+      throw gatewayError('store_unavailable', 'the rate-limit store is unavailable; retry shortly', {
+        headers,
+      });
+  }
+}

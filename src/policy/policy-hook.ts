@@ -1,0 +1,49 @@
+// The policy step of the create routes (a preHandler, after validation, before rate limits): applies the
+// tenant's policy to the parsed body, answers a rejection, and replaces the body with its rewrite, so the
+// limits charge and the upstream receives exactly what the policy decided.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { gatewayError } from '../errors/registry.ts';
+import { stringifyJson } from '../json/lossless.ts';
+import type { GatewayMetrics } from '../observability/metrics.ts';
+import { parsedJsonBody } from '../validation/json-body.ts';
+import { applyPolicy } from './apply-policy.ts';
+import { POLICY_HEADER, formatPolicyHeader } from './header.ts';
+import { isRejection, type PolicyOutcome, type PolicyRoute } from './outcome.ts';
+import { recordPolicyActions } from './record-actions.ts';
+
+/** The policy's part of the request log line: rule and action words only, never request values. */
+export function policyLogFields(outcome: PolicyOutcome): Record<string, string> {
+  const fields: Record<string, string> = {};
+  if (outcome.changes.length > 0) fields.policy = formatPolicyHeader(outcome.changes);
+  if (outcome.rejection !== undefined) fields.policyRejected = outcome.rejection.rule;
+  if (outcome.shadowed.length > 0) {
+    fields.policyShadowed = outcome.shadowed
+      .map((decision) =>
+        isRejection(decision) ? `${decision.rule}=rejected` : `${decision.field}=${decision.action}`,
+      )
+      .join(', ');
+  }
+  return fields;
+}
+
+export function createPolicyHook(metrics: Pick<GatewayMetrics, 'policyActions'>) {
+  return async function enforcePolicy(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const route = request.routeOptions.config.gatewayRoute?.id;
+    const tenant = request.caller?.tenant;
+    if (tenant === undefined || (route !== 'images.create' && route !== 'videos.create')) {
+      throw new Error('policy applied outside an authenticated create route');
+    }
+    const body = parsedJsonBody(request);
+    const outcome = applyPolicy(tenant.policy, route satisfies PolicyRoute, body.value);
+    recordPolicyActions(metrics, tenant.id, outcome);
+    request.policyLog = policyLogFields(outcome);
+    if (outcome.rejection !== undefined) {
+      const { message, param } = outcome.rejection;
+      throw gatewayError('policy_violation', message, param === undefined ? {} : { param });
+    }
+    if (outcome.body !== body.value) {
+      reply.header(POLICY_HEADER, formatPolicyHeader(outcome.changes));
+      request.body = { raw: Buffer.from(stringifyJson(outcome.body), 'utf8'), value: outcome.body };
+    }
+  };
+}

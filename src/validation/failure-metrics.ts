@@ -1,0 +1,38 @@
+// Counts refused bodies in gengate_validation_failures_total{route,param}: once per problem of each
+// refused request, so one request with three bad fields adds three. `param` only ever takes a value
+// from the route's schema; anything a client invented shares one label, and whole-body problems another.
+import type { FastifyInstance } from 'fastify';
+import { toGatewayError } from '../errors/error-handler.ts';
+import type { ErrorCode, GatewayError } from '../errors/registry.ts';
+import type { GatewayMetrics } from '../observability/metrics.ts';
+import { routeSchemaFor } from './request-schemas.ts';
+
+export const UNKNOWN_PARAM_LABEL = '(unknown)';
+export const WHOLE_BODY_PARAM_LABEL = '(body)';
+
+const BODY_VALIDATION_CODES: ReadonlySet<ErrorCode> = new Set([
+  'invalid_json',
+  'invalid_parameter',
+  'unknown_parameter',
+]);
+
+function paramsOf(failure: GatewayError): string[] {
+  if (failure.details !== undefined) return failure.details.map((detail) => detail.param);
+  return failure.param === undefined ? [] : [failure.param];
+}
+
+export function installValidationFailureCounter(app: FastifyInstance, metrics: GatewayMetrics): void {
+  app.addHook('onError', async (request, _reply, error) => {
+    const route = request.routeOptions.config.gatewayRoute;
+    const failure = toGatewayError(error);
+    if (route === undefined || !BODY_VALIDATION_CODES.has(failure.code)) return;
+    const fieldPaths = routeSchemaFor(route.id)?.fieldPaths;
+    const params = paramsOf(failure);
+    const labels = new Set(
+      params.length === 0
+        ? [WHOLE_BODY_PARAM_LABEL]
+        : params.map((param) => (fieldPaths?.has(param) === true ? param : UNKNOWN_PARAM_LABEL)),
+    );
+    for (const param of labels) metrics.validationFailures.inc({ route: route.id, param });
+  });
+}

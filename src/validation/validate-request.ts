@@ -1,0 +1,25 @@
+// The preValidation hook of the create routes: the parsed body judged against the service's schema,
+// every problem explained, the first one named in `param`. A refused body never reaches the upstream.
+import type { FastifyRequest } from 'fastify';
+import { gatewayError, type GatewayError } from '../errors/registry.ts';
+import { describeProblem, toErrorDetails, type ValidationProblem } from '../maxai/validator.ts';
+import { parsedJsonBody } from './json-body.ts';
+import { routeSchemaFor } from './request-schemas.ts';
+
+function schemaViolation(problems: ValidationProblem[]): GatewayError {
+  const [first] = problems;
+  if (first === undefined) throw new Error('a failed validation reported no problem');
+  return gatewayError(
+    first.kind === 'unknown_field' ? 'unknown_parameter' : 'invalid_parameter',
+    describeProblem(first),
+    { param: first.param, details: toErrorDetails(problems) },
+  );
+}
+
+export async function validateRequestBody(request: FastifyRequest): Promise<void> {
+  const route = request.routeOptions.config.gatewayRoute;
+  const schema = route === undefined ? undefined : routeSchemaFor(route.id);
+  if (schema === undefined) throw new Error('body validation on a route without a request schema');
+  const result = schema.validate(parsedJsonBody(request).value);
+  if (!result.ok) throw schemaViolation(result.problems);
+}

@@ -1,0 +1,192 @@
+import { EventEmitter } from 'node:events';
+import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Registry } from 'prom-client';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config/load.ts';
+import { watchConfig, type ConfigWatcher, type ConfigWatcherOptions } from '../../src/config/reload.ts';
+import type { GatewayConfig } from '../../src/config/schema.ts';
+import { createMetrics } from '../../src/observability/metrics.ts';
+import { waitFor } from './wait-for.ts';
+
+const ENV = { MAXAI_TOKEN: 'token' };
+const FAST = { debounceMs: 10, pollIntervalMs: 50 };
+// For the tests that reload by hand: a file change is seen but never acted on while they run.
+const NO_FILE_RELOADS = { debounceMs: 60_000 };
+
+function configWithTenants(...ids: string[]): string {
+  const tenants = ids.map((id) => `  - { id: ${id}, credential: shared, keys: [], policy: {} }\n`).join('');
+  return `upstream: { credentials: { shared: { env: MAXAI_TOKEN } } }\ntenants:\n${tenants}`;
+}
+const INVALID_CONFIG = 'server: { port: "eighty" }\nsurprise: 1\n';
+
+interface LogEntry {
+  level: 'info' | 'error';
+  fields: unknown;
+  message: string;
+}
+
+const tenantIds = (config: GatewayConfig | undefined) => config?.tenants.map((tenant) => tenant.id);
+
+describe('watchConfig', () => {
+  let folder: string;
+  let path: string;
+  let watcher: ConfigWatcher | undefined;
+  let metrics: ReturnType<typeof createMetrics>;
+  let signals: EventEmitter;
+  let applied: GatewayConfig[];
+  let errors: unknown[];
+  let logs: LogEntry[];
+
+  beforeEach(async () => {
+    folder = await mkdtemp(join(tmpdir(), 'gengate-reload-'));
+    path = join(folder, 'gengate.yaml');
+    await writeFile(path, configWithTenants('team-a'));
+    metrics = createMetrics(new Registry());
+    signals = new EventEmitter();
+    applied = [];
+    errors = [];
+    logs = [];
+  });
+  afterEach(async () => {
+    watcher?.close();
+    watcher = undefined;
+    await rm(folder, { recursive: true, force: true });
+  });
+
+  function startWatching(overrides: Partial<ConfigWatcherOptions> = {}): ConfigWatcher {
+    watcher = watchConfig({
+      path,
+      load: () => loadConfig(path, ENV),
+      onReload: (config) => applied.push(config),
+      onError: (error) => errors.push(error),
+      logger: {
+        info: (fields: unknown, message: string) => logs.push({ level: 'info', fields, message }),
+        error: (fields: unknown, message: string) => logs.push({ level: 'error', fields, message }),
+      } as unknown as ConfigWatcherOptions['logger'],
+      metrics,
+      signals,
+      ...FAST,
+      ...overrides,
+    });
+    return watcher;
+  }
+
+  async function reloadCounts(): Promise<Record<string, number>> {
+    const { values } = await metrics.configReloads.get();
+    return Object.fromEntries(values.map(({ labels, value }) => [String(labels.result), value]));
+  }
+
+  it('reload() hands a valid new file to onReload, logs and counts it', async () => {
+    const reloader = startWatching(NO_FILE_RELOADS);
+    await writeFile(path, configWithTenants('team-a', 'team-b'));
+    expect(await reloader.reload()).toBe('success');
+    expect(applied.map(tenantIds)).toEqual([['team-a', 'team-b']]);
+    expect(Object.isFrozen(applied[0])).toBe(true);
+    expect(logs).toEqual([
+      { level: 'info', fields: { path, tenants: 2 }, message: 'configuration reloaded' },
+    ]);
+    expect(await reloadCounts()).toEqual({ success: 1 });
+    expect(errors).toEqual([]);
+  });
+
+  it('refuses an invalid file: logs every problem, counts an error and applies nothing', async () => {
+    const reloader = startWatching(NO_FILE_RELOADS);
+    await writeFile(path, INVALID_CONFIG);
+    expect(await reloader.reload()).toBe('error');
+    expect(applied).toEqual([]);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toBeInstanceOf(ConfigError);
+    expect(logs).toEqual([
+      {
+        level: 'error',
+        fields: {
+          path,
+          problems: [
+            { path: '(root)', message: 'unknown key "surprise"' },
+            { path: 'server.port', message: 'must be an integer' },
+          ],
+        },
+        message: 'configuration reload refused; keeping the current configuration',
+      },
+    ]);
+    expect(await reloadCounts()).toEqual({ error: 1 });
+  });
+
+  it('treats an onReload that throws as a refused reload', async () => {
+    const failure = new Error('cannot apply');
+    const reloader = startWatching({
+      ...NO_FILE_RELOADS,
+      onReload: () => {
+        throw failure;
+      },
+    });
+    expect(await reloader.reload()).toBe('error');
+    expect(errors).toEqual([failure]);
+    expect(logs).toEqual([
+      {
+        level: 'error',
+        fields: { path, err: failure },
+        message: 'configuration reload refused; keeping the current configuration',
+      },
+    ]);
+    expect(await reloadCounts()).toEqual({ error: 1 });
+  });
+
+  it('reloads on SIGHUP and stops listening when closed', async () => {
+    const reloader = startWatching(NO_FILE_RELOADS);
+    expect(signals.listenerCount('SIGHUP')).toBe(1);
+    signals.emit('SIGHUP');
+    await waitFor('the SIGHUP reload', () => applied.length === 1);
+    expect(tenantIds(applied[0])).toEqual(['team-a']);
+    reloader.close();
+    expect(signals.listenerCount('SIGHUP')).toBe(0);
+  });
+
+  it('listens for SIGHUP on the process by default', () => {
+    const before = process.listenerCount('SIGHUP');
+    const reloader = startWatching({ signals: undefined });
+    expect(process.listenerCount('SIGHUP')).toBe(before + 1);
+    reloader.close();
+    expect(process.listenerCount('SIGHUP')).toBe(before);
+  });
+
+  it('reloads when the file is rewritten, and when a new file is renamed over it', async () => {
+    startWatching();
+    await writeFile(path, configWithTenants('team-b'));
+    await waitFor('the rewritten file', () => tenantIds(applied.at(-1))?.join() === 'team-b');
+
+    await writeFile(join(folder, 'next.yaml'), configWithTenants('team-c'));
+    await rename(join(folder, 'next.yaml'), path);
+    await waitFor('the renamed file', () => tenantIds(applied.at(-1))?.join() === 'team-c');
+  });
+
+  it('keeps watching after an invalid file and applies the next valid one', async () => {
+    startWatching();
+    await writeFile(path, INVALID_CONFIG);
+    await waitFor('the refused file', () => errors.length > 0);
+    await writeFile(path, configWithTenants('team-d'));
+    await waitFor('the corrected file', () => tenantIds(applied.at(-1))?.join() === 'team-d');
+  });
+
+  it('runs one reload at a time; asks made meanwhile share a single follow-up reload', async () => {
+    const pending: ((config: GatewayConfig) => void)[] = [];
+    const config = await loadConfig(path, ENV);
+    const reloader = startWatching({
+      ...NO_FILE_RELOADS,
+      load: () => new Promise<GatewayConfig>((resolve) => pending.push(resolve)),
+    });
+    const first = reloader.reload();
+    const second = reloader.reload();
+    const third = reloader.reload();
+    expect(third).toBe(second);
+    expect(pending).toHaveLength(1);
+    pending[0]!(config);
+    expect(await first).toBe('success');
+    await waitFor('the follow-up load', () => pending.length === 2);
+    pending[1]!(config);
+    expect(await second).toBe('success');
+    expect(applied).toHaveLength(2);
+  });
+});

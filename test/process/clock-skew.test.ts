@@ -1,0 +1,92 @@
+// Contract section 8: rate-limit headers come from the store's clock, never a replica's. Two gateway
+// processes share one Redis; one runs with its clock an hour behind (faketime, a Debian package that
+// CI installs), and both must describe the same limit the same way.
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { generateTenantKey } from '../../src/auth/keys.ts';
+import { startSimulator } from '../../src/simulator/server.ts';
+import { startGatewayProcess, type GatewayProcess } from '../support/gateway-process.ts';
+import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
+
+const TOKEN = 'upstream_token_for_clock_test';
+const HOUR_SECONDS = 3600;
+const key = generateTenantKey();
+let redis: RedisServer;
+let simulator: Awaited<ReturnType<typeof startSimulator>>;
+const replicas: GatewayProcess[] = [];
+
+beforeAll(async () => {
+  redis = await startRedisServer();
+  simulator = await startSimulator({
+    host: '127.0.0.1',
+    port: 0,
+    tokens: [{ name: 'shared', token: TOKEN }],
+  });
+  const dir = await mkdtemp(join(tmpdir(), 'gengate-clock-'));
+  const configPath = join(dir, 'gengate.yaml');
+  await writeFile(
+    configPath,
+    `
+server: { host: 127.0.0.1, port: 0 }
+admin: { host: 127.0.0.1, port: 0 }
+upstream: { baseUrl: "${simulator.url}", credentials: { shared: { env: SHARED_TOKEN } } }
+store: { kind: redis, redis: { url: "${redis.url}" } }
+tenants:
+  - id: team-a
+    credential: shared
+    keys: [{ sha256: "${key.sha256}", prefix: "${key.prefix}" }]
+    limits: [{ id: requests, routes: ["*"], cost: requests, limit: 10, windowSeconds: 600 }]
+`,
+  );
+  const env = { SHARED_TOKEN: TOKEN };
+  replicas.push(await startGatewayProcess(configPath, env));
+  replicas.push(await startGatewayProcess(configPath, env, ['faketime', '-f', '-1h']));
+});
+
+afterAll(async () => {
+  for (const replica of replicas) {
+    replica.child.kill('SIGTERM');
+    await replica.exited;
+  }
+  await simulator.close();
+  await redis.stop();
+});
+
+async function headersFrom(replica: GatewayProcess) {
+  const response = await fetch(`${replica.gatewayUrl}/v1/account/keys`, {
+    headers: { authorization: `Bearer ${key.key}` },
+  });
+  expect(response.status).toBe(200);
+  return {
+    limit: response.headers.get('x-ratelimit-limit'),
+    remaining: response.headers.get('x-ratelimit-remaining'),
+    reset: Number(response.headers.get('x-ratelimit-reset')),
+    rateLimit: response.headers.get('ratelimit'),
+  };
+}
+
+test('a replica an hour behind gives the same headers as its peer', async () => {
+  const [onTime, behind] = replicas as [GatewayProcess, GatewayProcess];
+  // pino stamps each log line with the process clock: the second replica really is an hour behind.
+  const behindClockMs = behind.lines[0]?.time as number;
+  expect(Date.now() - behindClockMs).toBeGreaterThan((HOUR_SECONDS - 60) * 1000);
+  // 10 per 600 s: each request pushes "full again" 60 s further out.
+  const first = await headersFrom(onTime);
+  const second = await headersFrom(behind);
+  const third = await headersFrom(onTime);
+  const nowSeconds = Date.now() / 1000;
+
+  expect([first.remaining, second.remaining, third.remaining]).toEqual(['9', '8', '7']);
+  expect(second.limit).toBe('10');
+  // Reset is the store's "now" plus 60 s per unit used, rounded up: the replicas agree to the second,
+  // and the one whose clock is an hour behind is not an hour off.
+  expect(second.reset - first.reset).toBeGreaterThanOrEqual(59);
+  expect(second.reset - first.reset).toBeLessThanOrEqual(61);
+  expect(third.reset - second.reset).toBeGreaterThanOrEqual(59);
+  expect(third.reset - second.reset).toBeLessThanOrEqual(61);
+  expect(Math.abs(second.reset - (nowSeconds + 120))).toBeLessThan(5);
+  expect(Math.abs(second.reset - (nowSeconds - HOUR_SECONDS + 120))).toBeGreaterThan(HOUR_SECONDS - 10);
+  expect(second.rateLimit).toMatch(/^"requests";r=8;t=1(19|20)$/);
+});

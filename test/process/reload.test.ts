@@ -1,0 +1,107 @@
+// Contract section 2: tenants reload without a restart, on SIGHUP or when the file changes; requests in
+// flight never see a half-applied configuration; an invalid file is refused and the old one kept.
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { generateTenantKey } from '../../src/auth/keys.ts';
+import { startSimulator } from '../../src/simulator/server.ts';
+import { startGatewayProcess, waitFor, type GatewayProcess } from '../support/gateway-process.ts';
+
+const TOKEN = 'upstream_token_for_reload_test';
+const firstKey = generateTenantKey();
+const addedKey = generateTenantKey();
+let simulator: Awaited<ReturnType<typeof startSimulator>>;
+let gateway: GatewayProcess;
+let configPath: string;
+
+function configWith(maximumSamples: number, keys: { sha256: string; prefix: string }[]): string {
+  return `
+server: { host: 127.0.0.1, port: 0 }
+admin: { host: 127.0.0.1, port: 0 }
+upstream: { baseUrl: "${simulator.url}", credentials: { shared: { env: SHARED_TOKEN } } }
+store: { kind: memory }
+tenants:
+  - id: team-a
+    credential: shared
+    keys: [${keys.map((key) => `{ sha256: "${key.sha256}", prefix: "${key.prefix}" }`).join(', ')}]
+    policy: { samples: { maximum: ${maximumSamples}, onViolation: clamp } }
+`;
+}
+
+beforeAll(async () => {
+  simulator = await startSimulator({
+    host: '127.0.0.1',
+    port: 0,
+    tokens: [{ name: 'shared', token: TOKEN }],
+    queuedMs: 0,
+    processingMs: 0,
+    requestsPerMinute: 100_000,
+  });
+  configPath = join(await mkdtemp(join(tmpdir(), 'gengate-reload-')), 'gengate.yaml');
+  await writeFile(configPath, configWith(4, [firstKey]));
+  gateway = await startGatewayProcess(configPath, { SHARED_TOKEN: TOKEN });
+});
+
+afterAll(async () => {
+  gateway.child.kill('SIGTERM');
+  await gateway.exited;
+  await simulator.close();
+});
+
+async function createWith(key: string) {
+  const response = await fetch(`${gateway.gatewayUrl}/v1/images/generations`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: '{"samples":8}',
+  });
+  await response.arrayBuffer();
+  return { status: response.status, policy: response.headers.get('gengate-policy') };
+}
+
+function reloads(result: string) {
+  return gateway.lines.filter((line) =>
+    result === 'success'
+      ? line.msg === 'configuration reloaded'
+      : line.msg === 'configuration reload refused; keeping the current configuration',
+  ).length;
+}
+
+test('a reload under load applies whole, to the next requests, and an invalid file changes nothing', async () => {
+  const before = { clampedTo4: 'samples=clamped;from=8;to=4', clampedTo2: 'samples=clamped;from=8;to=2' };
+  let reloaded = false;
+  const seen: { status: number; policy: string | null }[] = [];
+  // Two clients send without pause while the file is replaced and SIGHUP arrives.
+  const load = Promise.all(
+    [0, 1].map(async () => {
+      let afterReload = 0;
+      while (afterReload < 20) {
+        seen.push(await createWith(firstKey.key));
+        if (reloaded) afterReload += 1;
+      }
+    }),
+  );
+  await waitFor(() => seen.length >= 20);
+  await writeFile(configPath, configWith(2, [firstKey, addedKey]));
+  gateway.child.kill('SIGHUP');
+  await waitFor(() => reloads('success') >= 1);
+  reloaded = true;
+  await load;
+
+  expect(seen.filter((answer) => answer.status !== 200)).toEqual([]);
+  expect(new Set(seen.map((answer) => answer.policy))).toEqual(
+    new Set([before.clampedTo4, before.clampedTo2]),
+  );
+  // Once the new policy answered, the old one never came back.
+  const firstNew = seen.findIndex((answer) => answer.policy === before.clampedTo2);
+  expect(seen.slice(firstNew).filter((answer) => answer.policy === before.clampedTo4)).toHaveLength(0);
+  expect((await createWith(addedKey.key)).status).toBe(200);
+
+  await writeFile(configPath, 'tenants: [ { id: "Not Valid" } ]\n');
+  gateway.child.kill('SIGHUP');
+  await waitFor(() => reloads('error') >= 1);
+  expect(await createWith(firstKey.key)).toEqual({ status: 200, policy: before.clampedTo2 });
+  const metrics = await (await fetch(`${gateway.adminUrl}/metrics`)).text();
+  expect(metrics).toMatch(/gengate_config_reloads_total\{result="error"\} [1-9]/);
+  expect(metrics).toMatch(/gengate_config_reloads_total\{result="success"\} [1-9]/);
+});

@@ -1,0 +1,151 @@
+// Contract section 8 through the gateway's HTTP surface: the headers a tenant sees, refusals that
+// consume nothing, weighted costs, and replicas that share one Redis agreeing exactly.
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { startGatewayHarness, type GatewayHarness } from '../support/gateway-harness.ts';
+import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
+
+const LIMITS = [
+  '[{ id: images, routes: [images.create], cost: samples, limit: 10, windowSeconds: 60 },',
+  "{ id: requests, routes: ['*'], cost: requests, limit: 5, windowSeconds: 60 },",
+  '{ id: video-seconds, routes: [videos.create], cost: videoSeconds, limit: 20, windowSeconds: 3600 }]',
+].join(' ');
+
+function post(harness: GatewayHarness, path: string, body: string, key = harness.keys.alpha) {
+  return fetch(`${harness.url}${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body,
+  });
+}
+
+function nowSeconds(): number {
+  return Date.now() / 1000;
+}
+
+describe('one replica, memory store', () => {
+  let harness: GatewayHarness;
+  beforeAll(async () => {
+    harness = await startGatewayHarness({ alphaLimitsYaml: LIMITS });
+  });
+  afterAll(async () => {
+    await harness.close();
+  });
+
+  test('a fresh tenant: headers describe the binding limit and list every applicable one', async () => {
+    const before = nowSeconds();
+    const response = await post(harness, '/v1/images/generations', '{"samples":2}');
+    expect(response.status).toBe(200);
+    // images: 2 of 10 per 60 s used, 8 left, full again in 12 s; requests: 1 of 5, 4 left, in 12 s.
+    expect(response.headers.get('x-ratelimit-limit')).toBe('5');
+    expect(response.headers.get('x-ratelimit-remaining')).toBe('4');
+    const reset = Number(response.headers.get('x-ratelimit-reset'));
+    expect(reset).toBeGreaterThanOrEqual(Math.floor(before + 12));
+    expect(reset).toBeLessThanOrEqual(Math.ceil(nowSeconds() + 12));
+    expect(response.headers.get('ratelimit-policy')).toBe('"images";q=10;w=60, "requests";q=5;w=60');
+    expect(response.headers.get('ratelimit')).toBe('"images";r=8;t=12, "requests";r=4;t=12');
+    expect(response.headers.get('retry-after')).toBeNull();
+  });
+
+  test('refused requests consume nothing: an invalid key, bad JSON', async () => {
+    const unauthenticated = await post(harness, '/v1/images/generations', '{}', 'ggk_' + 'x'.repeat(40));
+    expect(unauthenticated.status).toBe(401);
+    expect(unauthenticated.headers.get('x-ratelimit-limit')).toBeNull();
+    const badJson = await post(harness, '/v1/images/generations', '{"samples":');
+    expect(badJson.status).toBe(400);
+    const next = await fetch(`${harness.url}/v1/account/keys`, {
+      headers: { authorization: `Bearer ${harness.keys.alpha}` },
+    });
+    expect(next.headers.get('ratelimit')).toBe('"requests";r=3;t=24');
+  });
+
+  test('a cost larger than the whole limit: 403 cost_exceeds_limit without Retry-After', async () => {
+    const received = harness.simulator.received.length;
+    const response = await post(harness, '/v1/videos/generations', '{"duration":21}');
+    expect(response.status).toBe(403);
+    expect(response.headers.get('retry-after')).toBeNull();
+    expect(await response.json()).toEqual({
+      status: 403,
+      error: {
+        code: 'cost_exceeds_limit',
+        type: 'rate_limit_error',
+        message: 'this request costs 21 but rate limit "video-seconds" admits at most 20 per 3600 s',
+      },
+    });
+    expect(harness.simulator.received.length).toBe(received);
+  });
+
+  test('exhaustion: 429 rate_limited with Retry-After, and nothing reaches the upstream', async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      const response = await fetch(`${harness.url}/v1/account/keys`, {
+        headers: { authorization: `Bearer ${harness.keys.alpha}` },
+      });
+      statuses.push(response.status);
+      if (response.status === 429) {
+        expect(await response.json()).toEqual({
+          status: 429,
+          error: {
+            code: 'rate_limited',
+            type: 'rate_limit_error',
+            message: 'rate limit "requests" has no room for this request; retry later',
+          },
+        });
+        const retryAfter = Number(response.headers.get('retry-after'));
+        expect(retryAfter).toBeGreaterThanOrEqual(1);
+        expect(retryAfter).toBeLessThanOrEqual(12);
+        expect(response.headers.get('x-ratelimit-remaining')).toBe('0');
+      }
+    }
+    // Three units were left: the refused video above charged none of its limits.
+    expect(statuses).toEqual([200, 200, 200, 429]);
+    const received = harness.simulator.received.length;
+    const refusedCreate = await post(harness, '/v1/images/generations', '{}');
+    expect(refusedCreate.status).toBe(429);
+    expect(harness.simulator.received.length).toBe(received);
+  });
+});
+
+describe('two replicas sharing one Redis', () => {
+  let redis: RedisServer;
+  let replicas: GatewayHarness[];
+  beforeAll(async () => {
+    redis = await startRedisServer();
+    const storeYaml = `{ kind: redis, redis: { url: "${redis.url}" } }`;
+    const alphaLimitsYaml =
+      '[{ id: requests, routes: ["*"], cost: requests, limit: 100, windowSeconds: 60 }]';
+    replicas = [];
+    for (let i = 0; i < 2; i++) replicas.push(await startGatewayHarness({ storeYaml, alphaLimitsYaml }));
+  });
+  afterAll(async () => {
+    await Promise.all(replicas.map((replica) => replica.close()));
+    await redis.stop();
+  });
+
+  test('admit exactly the limit under concurrency and agree on the headers', async () => {
+    // Each replica's harness made its own alpha key; limits are kept per tenant id, which they share.
+    const calls = Array.from({ length: 300 }, (_, i) => {
+      const replica = replicas[i % 2]!;
+      return fetch(`${replica.url}/v1/account/keys`, {
+        headers: { authorization: `Bearer ${replica.keys.alpha}` },
+      }).then((response) => response.status);
+    });
+    const statuses = await Promise.all(calls);
+    expect(statuses.filter((status) => status === 200)).toHaveLength(100);
+    expect(statuses.filter((status) => status === 429)).toHaveLength(200);
+
+    const answers = await Promise.all(
+      replicas.map((replica) =>
+        fetch(`${replica.url}/v1/account/keys`, {
+          headers: { authorization: `Bearer ${replica.keys.alpha}` },
+        }),
+      ),
+    );
+    const headerSets = answers.map((response) =>
+      ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'ratelimit-policy'].map((name) =>
+        response.headers.get(name),
+      ),
+    );
+    expect(headerSets[0]).toEqual(headerSets[1]);
+    expect(headerSets[0]?.[1]).toBe('0');
+  });
+});

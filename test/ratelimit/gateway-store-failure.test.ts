@@ -1,0 +1,122 @@
+// Contract section 8, store failures, through the gateway: fail-open keeps serving without headers it
+// cannot stand behind, fail-closed answers 503 store_unavailable (and readiness drops), and both come
+// back by themselves when Redis does. No request waits on a dead store.
+import pino from 'pino';
+import { afterEach, describe, expect, test } from 'vitest';
+import { buildAdminApp } from '../../src/admin/app.ts';
+import { createReadiness } from '../../src/admin/readiness.ts';
+import { startGatewayHarness, type GatewayHarness } from '../support/gateway-harness.ts';
+import { startRedisServer, waitFor, type RedisServer } from '../support/redis-server.ts';
+
+const LIMITS = '[{ id: requests, routes: ["*"], cost: requests, limit: 1000, windowSeconds: 60 }]';
+// commandTimeoutMs is 100 by default; a request may wait that long once, never more.
+const SLOWEST_ACCEPTABLE_MS = 600;
+
+let redis: RedisServer | undefined;
+let harness: GatewayHarness | undefined;
+afterEach(async () => {
+  await harness?.close();
+  await redis?.stop();
+  harness = undefined;
+  redis = undefined;
+});
+
+async function start(failMode: 'open' | 'closed') {
+  redis = await startRedisServer();
+  harness = await startGatewayHarness({
+    storeYaml: `{ kind: redis, failMode: ${failMode}, redis: { url: "${redis.url}" } }`,
+    alphaLimitsYaml: LIMITS,
+  });
+  return { redis, harness };
+}
+
+async function timedCall(gateway: GatewayHarness) {
+  const started = performance.now();
+  const response = await fetch(`${gateway.url}/v1/account/keys`, {
+    headers: { authorization: `Bearer ${gateway.keys.alpha}` },
+  });
+  const body = await response.json();
+  return { response, body, ms: performance.now() - started };
+}
+
+describe('Redis killed and restarted', () => {
+  test('fail-open: serves without rate-limit headers, then exact headers again', async () => {
+    const { redis, harness } = await start('open');
+    expect((await timedCall(harness)).response.headers.get('x-ratelimit-limit')).toBe('1000');
+
+    await redis.kill();
+    const during = await Promise.all(Array.from({ length: 20 }, () => timedCall(harness)));
+    for (const { response, ms } of during) {
+      expect(response.status).toBe(200);
+      expect(ms).toBeLessThan(SLOWEST_ACCEPTABLE_MS);
+    }
+    await waitFor(
+      'the fallback',
+      async () => (await timedCall(harness)).response.headers.get('ratelimit') === null,
+    );
+    const degraded = await timedCall(harness);
+    expect(degraded.response.status).toBe(200);
+    for (const name of [
+      'x-ratelimit-limit',
+      'x-ratelimit-remaining',
+      'x-ratelimit-reset',
+      'ratelimit',
+      'ratelimit-policy',
+    ]) {
+      expect(degraded.response.headers.get(name)).toBeNull();
+    }
+
+    await redis.restart();
+    await waitFor('exact decisions', async () =>
+      (await timedCall(harness)).response.headers.has('x-ratelimit-limit'),
+    );
+  });
+
+  test('fail-closed: 503 store_unavailable with Retry-After and readiness down, then recovery', async () => {
+    const { redis, harness } = await start('closed');
+    const readiness = createReadiness({ storeAvailable: () => !harness.limiter.degraded });
+    readiness.markReady();
+    const admin = buildAdminApp({ logger: pino({ level: 'silent' }), metrics: harness.metrics, readiness });
+    try {
+      expect((await admin.inject('/readyz')).statusCode).toBe(200);
+      await redis.kill();
+      await waitFor('store_unavailable', async () => (await timedCall(harness)).response.status === 503);
+      const { response, body, ms } = await timedCall(harness);
+      expect(ms).toBeLessThan(SLOWEST_ACCEPTABLE_MS);
+      expect(response.status).toBe(503);
+      expect(response.headers.get('retry-after')).toBe('1');
+      expect(body).toEqual({
+        status: 503,
+        error: {
+          code: 'store_unavailable',
+          type: 'unavailable_error',
+          message: 'the rate-limit store is unavailable; retry shortly',
+        },
+      });
+      expect((await admin.inject('/readyz')).statusCode).toBe(503);
+
+      await redis.restart();
+      await waitFor('recovery', async () => (await timedCall(harness)).response.status === 200);
+      expect((await admin.inject('/readyz')).statusCode).toBe(200);
+    } finally {
+      await admin.close();
+    }
+  });
+});
+
+test('Redis frozen (DEBUG SLEEP): no request waits much longer than the command timeout', async () => {
+  redis = await startRedisServer(['--enable-debug-command', 'yes']);
+  harness = await startGatewayHarness({
+    storeYaml: `{ kind: redis, failMode: open, redis: { url: "${redis.url}" } }`,
+    alphaLimitsYaml: LIMITS,
+  });
+  await timedCall(harness);
+  const sleeper = redis.client();
+  const frozen = sleeper.call('DEBUG', 'SLEEP', '2');
+  const during = await Promise.all(Array.from({ length: 10 }, () => timedCall(harness!)));
+  for (const { response, ms } of during) {
+    expect(response.status).toBe(200);
+    expect(ms).toBeLessThan(SLOWEST_ACCEPTABLE_MS);
+  }
+  await frozen;
+});

@@ -1,0 +1,70 @@
+// What every validation test does: send a body through the gateway, then prove either that the gateway
+// refused it with a whole, exact error body and nothing reached the upstream, or that the upstream
+// received the very bytes the client sent.
+import { expect } from 'vitest';
+import type { GatewayHarness } from '../support/gateway-harness.ts';
+
+export const IMAGES = '/v1/images/generations';
+export const VIDEOS = '/v1/videos/generations';
+
+/** Enough upstream room for a whole table of accepted cases against one simulator account. */
+export const GENEROUS_UPSTREAM_REQUESTS_PER_MINUTE = 100_000;
+
+export interface GatewayAnswer {
+  status: number;
+  headers: Headers;
+  text: string;
+}
+
+export async function postJson(
+  harness: GatewayHarness,
+  path: string,
+  body: string | Uint8Array,
+  headers: Record<string, string> = { 'content-type': 'application/json' },
+): Promise<GatewayAnswer> {
+  const response = await fetch(`${harness.url}${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${harness.keys.alpha}`, ...headers },
+    body,
+  });
+  return { status: response.status, headers: response.headers, text: await response.text() };
+}
+
+export interface ErrorExtras {
+  param?: string;
+  details?: { param: string; message: string }[];
+}
+
+export function errorBody(status: number, code: string, message: string, extras: ErrorExtras = {}) {
+  return { status, error: { code, type: 'validation_error', message, ...extras } };
+}
+
+/** 400 invalid_parameter (or unknown_parameter) naming one field, as the contract's example shows. */
+export function parameterError(param: string, message: string, code = 'invalid_parameter') {
+  return errorBody(400, code, `${param} ${message}`, { param, details: [{ param, message }] });
+}
+
+export function expectRefused(
+  harness: GatewayHarness,
+  answer: GatewayAnswer,
+  expected: ReturnType<typeof errorBody>,
+): void {
+  expect({ status: answer.status, body: JSON.parse(answer.text) as unknown }).toEqual({
+    status: expected.status,
+    body: expected,
+  });
+  expect(answer.headers.get('content-type')).toBe('application/json; charset=utf-8');
+  expect(harness.simulator.received).toEqual([]);
+}
+
+/** The upstream got exactly one request, with the client's bytes unchanged. */
+export function expectForwardedVerbatim(
+  harness: GatewayHarness,
+  path: string,
+  sent: string | Uint8Array,
+): void {
+  expect(harness.simulator.received.map((request) => `${request.method} ${request.url}`)).toEqual([
+    `POST ${path}`,
+  ]);
+  expect(harness.simulator.received[0]!.body).toEqual(Buffer.from(sent));
+}
