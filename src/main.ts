@@ -11,10 +11,9 @@ import { createCredentialStore } from './config/credentials.ts';
 import { ConfigError, loadConfig } from './config/load.ts';
 import { assertTenantsReloadable, watchConfig } from './config/reload.ts';
 import { createMetrics } from './observability/metrics.ts';
-import { createConfiguredRateLimiter } from './ratelimit/from-config.ts';
 import { startSimulator } from './simulator/server.ts';
+import { openStore } from './store/from-config.ts';
 import { createUpstreamClient } from './upstream/client.ts';
-import { createMemoryUsageMeter } from './usage/meter.ts';
 
 const DEMO_CONFIG_PATH = 'config/demo.yaml';
 // Below Kubernetes' default 30 s grace period, so in-flight requests finish before SIGKILL.
@@ -57,9 +56,9 @@ const simulator = config.simulator.enabled
   : undefined;
 
 const metrics = createMetrics();
-const rateLimits = await createConfiguredRateLimiter(config.store, { logger, registry: metrics.registry });
+const store = await openStore(config.store, { logger, registry: metrics.registry });
 const readiness = createReadiness(
-  config.store.failMode === 'closed' ? { storeAvailable: () => !rateLimits.limiter.degraded } : {},
+  config.store.failMode === 'closed' ? { storeAvailable: () => !store.limiter.degraded } : {},
 );
 let tenants = createTenantDirectory(config.tenants);
 // Tenants, keys, policies and limits apply to the next request; a request in flight keeps the tenant it
@@ -84,8 +83,8 @@ const gateway = buildApp(config, {
   credentials,
   metrics,
   upstream,
-  usage: createMemoryUsageMeter(),
-  limiter: rateLimits.limiter,
+  usage: store.usage,
+  limiter: store.limiter,
 });
 const admin = buildAdminApp({ logger, metrics, readiness });
 
@@ -110,7 +109,7 @@ async function shutDown(signal: string): Promise<void> {
   }, DRAIN_TIMEOUT_MS);
   await gateway.close();
   clearTimeout(deadline);
-  await Promise.all([admin.close(), upstream.close(), rateLimits.close(), simulator?.close()]);
+  await Promise.all([admin.close(), upstream.close(), store.close(), simulator?.close()]);
   credentials.close();
   logger.info('stopped');
 }

@@ -25,7 +25,7 @@ export function createAccountHandler(usage: UsageMeter, now: () => number) {
     const tenant = request.caller?.tenant;
     const route = request.routeOptions.config.gatewayRoute;
     if (tenant === undefined || route === undefined) throw new Error('account handler before authentication');
-    const data = route.id === 'account.keys' ? tenantKeysView(tenant) : usage.report(tenant.id, now());
+    const data = route.id === 'account.keys' ? tenantKeysView(tenant) : await usage.report(tenant.id, now());
     return reply.type('application/json').send(successEnvelope(data));
   };
 }

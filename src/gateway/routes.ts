@@ -21,7 +21,7 @@ import { headersForClient, headersForUpstream, retryAfterSeconds } from '../upst
 import { parsedJsonBody } from '../validation/json-body.ts';
 import { validateRequestBody } from '../validation/validate-request.ts';
 import type { UsageMeter } from '../usage/meter.ts';
-import { usageEventsFor } from '../usage/record.ts';
+import { recordExchangeUsage } from '../usage/record.ts';
 import { createAccountHandler } from './account.ts';
 import { chargeTenantLimits } from './limits.ts';
 
@@ -122,9 +122,17 @@ export function registerGatewayRoutes(app: FastifyInstance, options: GatewayRout
       });
     }
     if (response.status < 300) {
-      for (const event of usageEventsFor(route.id, jsonBody?.value, response.body)) {
-        options.usage.record(caller.tenant.id, event, options.now());
-      }
+      recordExchangeUsage(
+        options.usage,
+        options.metrics,
+        {
+          tenantId: caller.tenant.id,
+          route: route.id,
+          requestBody: jsonBody?.value,
+          responseBody: response.body,
+        },
+        options.now(),
+      );
     }
     return reply.code(response.status).headers(headersForClient(response.headers)).send(response.body);
   }

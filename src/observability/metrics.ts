@@ -64,5 +64,17 @@ export function createMetrics(registry: Registry = new Registry()) {
       labelNames: ['result'] as const,
       registers: [registry],
     }),
+    usageImages: new Counter({
+      name: 'gengate_usage_images_total',
+      help: 'Images requested by tenants (samples of forwarded image creates, after policy).',
+      labelNames: ['tenant'] as const,
+      registers: [registry],
+    }),
+    usageVideoSeconds: new Counter({
+      name: 'gengate_usage_video_seconds_total',
+      help: 'Video seconds requested by tenants (durations of forwarded video creates).',
+      labelNames: ['tenant'] as const,
+      registers: [registry],
+    }),
   };
 }

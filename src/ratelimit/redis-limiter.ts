@@ -3,7 +3,13 @@
 // fail closed with store_unavailable) until a background probe sees it healthy again.
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
-import { withDeadline, type RedisConnection, type StoreLogger } from '../store/redis.ts';
+import {
+  defineScript,
+  tenantKey,
+  withDeadline,
+  type RedisConnection,
+  type StoreLogger,
+} from '../store/redis.ts';
 import { createStoreBreaker } from './circuit-breaker.ts';
 import { decide, decideWithoutStore, storeUnavailableDecision } from './decision.ts';
 import { STATE_TTL_MARGIN_MS, type LimitVerdict } from './gcra.ts';
@@ -38,21 +44,9 @@ const GCRA_LUA = readFileSync(new URL('gcra.lua', import.meta.url), 'utf8');
 const REPLY_HEADER_LENGTH = 2;
 const REPLY_VALUES_PER_LIMIT = 3;
 
-type ScriptCall = (numberOfKeys: number, ...args: string[]) => Promise<unknown>;
-
 /** All of a tenant's keys share one hash tag, so the multi-key script never crosses Cluster slots. */
 export function rateLimitKey(tenantId: string, limitId: string): string {
-  return `{tenant:${tenantId}}:limit:${limitId}`;
-}
-
-// defineCommand sends EVAL the first time on each socket, then EVALSHA; on NOSCRIPT (a restart or
-// SCRIPT FLUSH) it re-sends as EVAL. A NOSCRIPT reply means the script did not run, so nothing is
-// charged twice.
-function defineRateLimitScript(connection: RedisConnection): ScriptCall {
-  connection.defineCommand(SCRIPT_COMMAND, { lua: GCRA_LUA });
-  const command: unknown = Reflect.get(connection, SCRIPT_COMMAND);
-  if (typeof command !== 'function') throw new Error('ioredis did not define the rate-limit script command');
-  return (command as ScriptCall).bind(connection);
+  return tenantKey(tenantId, `limit:${limitId}`);
 }
 
 function integerAt(reply: readonly unknown[], index: number): number {
@@ -89,7 +83,7 @@ function fallbackShare(limits: readonly LimitRequest[], replicas: number): Limit
 
 export function createRedisRateLimiter(options: RedisRateLimiterOptions): RateLimiter {
   const { connection, commandTimeoutMs, metrics, logger } = options;
-  const runScript = defineRateLimitScript(connection);
+  const runScript = defineScript(connection, SCRIPT_COMMAND, GCRA_LUA);
   const fallback = createMemoryRateLimiter();
   const fallbackReplicas = options.fallbackReplicas ?? 1;
   const scriptClock = options.scriptClockForTests;

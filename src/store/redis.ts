@@ -146,3 +146,25 @@ export async function withDeadline<T>(operation: Promise<T>, timeoutMs: number):
     clearTimeout(timer);
   }
 }
+
+/**
+ * Every key of one tenant carries the same Cluster hash tag, so multi-key scripts over a tenant's keys
+ * never cross slots. ioredis adds `keyPrefix` in front.
+ */
+export function tenantKey(tenantId: string, suffix: string): string {
+  return `{tenant:${tenantId}}:${suffix}`;
+}
+
+export type ScriptCall = (numberOfKeys: number, ...args: (string | number)[]) => Promise<unknown>;
+
+/**
+ * A Lua script as a command. ioredis's defineCommand sends EVAL the first time on each socket, then
+ * EVALSHA; on NOSCRIPT (a restart or SCRIPT FLUSH) it re-sends as EVAL. A NOSCRIPT reply means the
+ * script did not run, so nothing happens twice.
+ */
+export function defineScript(connection: RedisConnection, name: string, lua: string): ScriptCall {
+  connection.defineCommand(name, { lua });
+  const command: unknown = Reflect.get(connection, name);
+  if (typeof command !== 'function') throw new Error(`ioredis did not define the ${name} script command`);
+  return (command as ScriptCall).bind(connection);
+}

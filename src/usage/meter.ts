@@ -1,6 +1,6 @@
-// What each tenant used, as the gateway saw it (contract section 7, `account: gateway`).
-// Counted per calendar month (UTC) and for the tenant's lifetime. This implementation is per process;
-// the shared-store implementation follows the same interface.
+// What each tenant used, as the gateway saw it (contract section 7, `account: gateway`), per calendar
+// month (UTC) and for the tenant's lifetime. Usage is kept as flat counters (`field -> number`), which
+// both meters store: in this process (store.kind memory) or in Redis hashes (src/usage/redis-meter.ts).
 import type { RouteId } from '../config/route-ids.ts';
 
 export interface UsageCounters {
@@ -10,7 +10,7 @@ export interface UsageCounters {
   videoSecondsRequested: number;
   /** Sum of `totalCost` of the tenant's finished records that it polled, each counted once. */
   reportedCostUsd: number;
-  /** The gateway's estimate for what it forwarded (see docs/usage.md for the price table). */
+  /** The gateway's estimate for what it forwarded (video prices only; see src/usage/pricing.ts). */
   estimatedCostUsd: number;
 }
 
@@ -27,58 +27,82 @@ export interface UsageReport {
 }
 
 export interface UsageMeter {
+  /** Never waits: recording is off the request's critical path. */
   record(tenantId: string, event: UsageEvent, nowMs: number): void;
-  report(tenantId: string, nowMs: number): UsageReport;
+  report(tenantId: string, nowMs: number): Promise<UsageReport>;
+  close(): Promise<void>;
 }
 
-function emptyCounters(): UsageCounters {
-  return {
-    requests: {},
-    imagesRequested: 0,
-    videosRequested: 0,
-    videoSecondsRequested: 0,
-    reportedCostUsd: 0,
-    estimatedCostUsd: 0,
-  };
-}
+/** Flat counters as stored: `requests.<route>`, `imagesRequested`, … */
+export type UsageFields = Map<string, number>;
 
-function applyEvent(counters: UsageCounters, event: UsageEvent): void {
-  switch (event.kind) {
-    case 'request':
-      counters.requests[event.route] = (counters.requests[event.route] ?? 0) + 1;
-      return;
-    case 'images':
-      counters.imagesRequested += event.count;
-      counters.estimatedCostUsd += event.estimatedCostUsd;
-      return;
-    case 'video':
-      counters.videosRequested += 1;
-      counters.videoSecondsRequested += event.seconds;
-      counters.estimatedCostUsd += event.estimatedCostUsd;
-      return;
-    case 'reportedCost':
-      counters.reportedCostUsd += event.costUsd;
-      return;
-  }
-}
+const REQUESTS_FIELD_PREFIX = 'requests.';
+// Costs are sums of floats; six decimals is finer than any price the service publishes.
+const COST_DECIMALS = 1e6;
 
 export function utcMonth(nowMs: number): string {
   return new Date(nowMs).toISOString().slice(0, 7);
 }
 
-export function createMemoryUsageMeter(): UsageMeter {
-  const lifetime = new Map<string, UsageCounters>();
-  const monthly = new Map<string, UsageCounters>();
-  const costCounted = new Set<string>();
-
-  function countersFor(map: Map<string, UsageCounters>, key: string): UsageCounters {
-    let counters = map.get(key);
-    if (counters === undefined) {
-      counters = emptyCounters();
-      map.set(key, counters);
-    }
-    return counters;
+/** The counter increments of one event (a reported cost's once-only rule is the meter's job). */
+export function eventDeltas(event: UsageEvent): [field: string, delta: number][] {
+  switch (event.kind) {
+    case 'request':
+      return [[`${REQUESTS_FIELD_PREFIX}${event.route}`, 1]];
+    case 'images':
+      return [
+        ['imagesRequested', event.count],
+        ['estimatedCostUsd', event.estimatedCostUsd],
+      ];
+    case 'video':
+      return [
+        ['videosRequested', 1],
+        ['videoSecondsRequested', event.seconds],
+        ['estimatedCostUsd', event.estimatedCostUsd],
+      ];
+    case 'reportedCost':
+      return [['reportedCostUsd', event.costUsd]];
   }
+}
+
+export function addDeltas(fields: UsageFields, deltas: Iterable<[string, number]>): void {
+  for (const [field, delta] of deltas) fields.set(field, (fields.get(field) ?? 0) + delta);
+}
+
+export function countersFromFields(fields: UsageFields): UsageCounters {
+  const counters: UsageCounters = {
+    requests: {},
+    imagesRequested: fields.get('imagesRequested') ?? 0,
+    videosRequested: fields.get('videosRequested') ?? 0,
+    videoSecondsRequested: fields.get('videoSecondsRequested') ?? 0,
+    reportedCostUsd: Math.round((fields.get('reportedCostUsd') ?? 0) * COST_DECIMALS) / COST_DECIMALS,
+    estimatedCostUsd: Math.round((fields.get('estimatedCostUsd') ?? 0) * COST_DECIMALS) / COST_DECIMALS,
+  };
+  for (const [field, value] of fields) {
+    if (field.startsWith(REQUESTS_FIELD_PREFIX)) {
+      counters.requests[field.slice(REQUESTS_FIELD_PREFIX.length) as RouteId] = value;
+    }
+  }
+  return counters;
+}
+
+/** The two counter sets an event adds to: its month's and the lifetime's. */
+export function periodsOf(nowMs: number): { month: string; periods: [string, string] } {
+  const month = utcMonth(nowMs);
+  return { month, periods: [month, 'lifetime'] };
+}
+
+/** store.kind memory: one replica, usage lost on restart. */
+export function createMemoryUsageMeter(): UsageMeter {
+  const counters = new Map<string, UsageFields>();
+  // Request ids whose reported cost was counted. Bounded by the requests this replica forwarded in its
+  // lifetime, like the rest of the memory store, which is for a single replica and the demo.
+  const costCounted = new Set<string>();
+  const fieldsOf = (key: string) => {
+    let fields = counters.get(key);
+    if (fields === undefined) counters.set(key, (fields = new Map<string, number>()));
+    return fields;
+  };
 
   return {
     record(tenantId, event, nowMs) {
@@ -87,16 +111,19 @@ export function createMemoryUsageMeter(): UsageMeter {
         if (costCounted.has(once)) return;
         costCounted.add(once);
       }
-      applyEvent(countersFor(lifetime, tenantId), event);
-      applyEvent(countersFor(monthly, `${tenantId}\u0000${utcMonth(nowMs)}`), event);
+      for (const period of periodsOf(nowMs).periods)
+        addDeltas(fieldsOf(`${tenantId}\u0000${period}`), eventDeltas(event));
     },
     report(tenantId, nowMs) {
       const month = utcMonth(nowMs);
-      return {
+      return Promise.resolve({
         month,
-        currentMonth: structuredClone(monthly.get(`${tenantId}\u0000${month}`) ?? emptyCounters()),
-        lifetime: structuredClone(lifetime.get(tenantId) ?? emptyCounters()),
-      };
+        currentMonth: countersFromFields(
+          counters.get(`${tenantId}\u0000${month}`) ?? new Map<string, number>(),
+        ),
+        lifetime: countersFromFields(counters.get(`${tenantId}\u0000lifetime`) ?? new Map<string, number>()),
+      });
     },
+    close: () => Promise.resolve(),
   };
 }

@@ -4,7 +4,8 @@ import type { RouteId } from '../config/route-ids.ts';
 import { parseJsonLossless } from '../json/lossless.ts';
 import { VIDEO_SIZES } from '../maxai/schemas.ts';
 import { estimateVideoCostUsd, type VideoTier } from './pricing.ts';
-import type { UsageEvent } from './meter.ts';
+import type { GatewayMetrics } from '../observability/metrics.ts';
+import type { UsageEvent, UsageMeter } from './meter.ts';
 
 function positiveInteger(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isInteger(value) && value > 0 ? value : undefined;
@@ -35,7 +36,7 @@ function reportedCost(responseBody: Buffer): { requestId: string; costUsd: numbe
   return { requestId: id, costUsd: totalCost };
 }
 
-export function usageEventsFor(
+function usageEventsFor(
   route: RouteId,
   requestBody: Record<string, unknown> | undefined,
   responseBody: Buffer,
@@ -60,5 +61,24 @@ export function usageEventsFor(
     }
     default:
       return [];
+  }
+}
+
+/** Meters one successful exchange: the tenant's usage view and the usage counters of /metrics. */
+export function recordExchangeUsage(
+  meter: UsageMeter,
+  metrics: Pick<GatewayMetrics, 'usageImages' | 'usageVideoSeconds'>,
+  exchange: {
+    tenantId: string;
+    route: RouteId;
+    requestBody: Record<string, unknown> | undefined;
+    responseBody: Buffer;
+  },
+  nowMs: number,
+): void {
+  for (const event of usageEventsFor(exchange.route, exchange.requestBody, exchange.responseBody)) {
+    meter.record(exchange.tenantId, event, nowMs);
+    if (event.kind === 'images') metrics.usageImages.inc({ tenant: exchange.tenantId }, event.count);
+    if (event.kind === 'video') metrics.usageVideoSeconds.inc({ tenant: exchange.tenantId }, event.seconds);
   }
 }

@@ -8,11 +8,10 @@ import { generateTenantKey } from '../../src/auth/keys.ts';
 import { createTenantDirectory } from '../../src/auth/tenant-directory.ts';
 import { parseConfigText } from '../../src/config/load.ts';
 import { createMetrics, type GatewayMetrics } from '../../src/observability/metrics.ts';
-import { createConfiguredRateLimiter } from '../../src/ratelimit/from-config.ts';
 import type { RateLimiter } from '../../src/ratelimit/types.ts';
 import { startSimulator } from '../../src/simulator/server.ts';
+import { openStore } from '../../src/store/from-config.ts';
 import { createUpstreamClient } from '../../src/upstream/client.ts';
-import { createMemoryUsageMeter } from '../../src/usage/meter.ts';
 
 export const UPSTREAM_TOKENS = {
   shared: 'upstream_shared_0f4e9c2b7a61d385',
@@ -102,15 +101,15 @@ tenants:
   const metrics = createMetrics();
   const upstream = createUpstreamClient({ baseUrl: simulator.url, timeoutMs: config.upstream.timeoutMs });
   const tenants = createTenantDirectory(config.tenants);
-  const rateLimits = await createConfiguredRateLimiter(config.store, { logger, registry: metrics.registry });
+  const store = await openStore(config.store, { logger, registry: metrics.registry });
   const app = buildApp(config, {
     logger,
     tenants: () => tenants,
     credentials: { get: (name) => UPSTREAM_TOKENS[name as keyof typeof UPSTREAM_TOKENS] },
     metrics,
     upstream,
-    usage: createMemoryUsageMeter(),
-    limiter: rateLimits.limiter,
+    usage: store.usage,
+    limiter: store.limiter,
   });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
   return {
@@ -118,13 +117,13 @@ tenants:
     app,
     simulator,
     metrics,
-    limiter: rateLimits.limiter,
+    limiter: store.limiter,
     keys: { alpha: alpha.key, beta: beta.key, expired: expired.key },
     logLines,
     async close() {
       await app.close();
       await upstream.close();
-      await rateLimits.close();
+      await store.close();
       await simulator.close();
     },
   };

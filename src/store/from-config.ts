@@ -1,0 +1,77 @@
+// Opens what `store` in the configuration asks for: the rate limiter and the usage meter, in this process
+// (`memory`, one replica) or on one shared Redis connection (`redis`). The caller closes it.
+import type { FastifyBaseLogger } from 'fastify';
+import type { Registry } from 'prom-client';
+import type { GatewayConfig } from '../config/schema.ts';
+import { createMemoryRateLimiter } from '../ratelimit/memory-limiter.ts';
+import { createRateLimitMetrics } from '../ratelimit/metrics.ts';
+import { createRedisRateLimiter } from '../ratelimit/redis-limiter.ts';
+import type { RateLimiter } from '../ratelimit/types.ts';
+import { createMemoryUsageMeter, type UsageMeter } from '../usage/meter.ts';
+import { createRedisUsageMeter } from '../usage/redis-meter.ts';
+import { createRedisConnection, waitUntilConnected, type RedisConnection } from './redis.ts';
+
+// Start-up only: long enough for a healthy Redis, short enough that a dead one does not hold the
+// process (fail-open replicas serve from the fallback; fail-closed ones stay not ready).
+const STARTUP_CONNECT_WAIT_MS = 2_000;
+
+export interface GatewayStore {
+  limiter: RateLimiter;
+  usage: UsageMeter;
+  /** The shared connection, for other store users; undefined for `memory`. */
+  connection: RedisConnection | undefined;
+  close(): Promise<void>;
+}
+
+export async function openStore(
+  store: GatewayConfig['store'],
+  deps: { logger: FastifyBaseLogger; registry: Registry },
+): Promise<GatewayStore> {
+  const metrics = createRateLimitMetrics(deps.registry);
+  if (store.kind === 'memory') {
+    const limiter = createMemoryRateLimiter({ metrics });
+    const usage = createMemoryUsageMeter();
+    return {
+      limiter,
+      usage,
+      connection: undefined,
+      close: async () => {
+        await Promise.all([limiter.close(), usage.close()]);
+      },
+    };
+  }
+  const connection = createRedisConnection(
+    {
+      url: store.redis.url,
+      ...(store.redis.nodes === undefined ? {} : { nodes: store.redis.nodes }),
+      keyPrefix: store.redis.keyPrefix,
+      commandTimeoutMs: store.redis.commandTimeoutMs,
+    },
+    deps.logger,
+  );
+  await waitUntilConnected(connection, STARTUP_CONNECT_WAIT_MS).catch(() => {
+    deps.logger.warn({}, 'store not reachable at start-up; serving per its failMode until it is');
+  });
+  const limiter = createRedisRateLimiter({
+    connection,
+    commandTimeoutMs: store.redis.commandTimeoutMs,
+    failMode: store.failMode,
+    fallbackReplicas: store.replicas,
+    metrics,
+    logger: deps.logger,
+  });
+  const usage = createRedisUsageMeter({
+    connection,
+    commandTimeoutMs: store.redis.commandTimeoutMs,
+    logger: deps.logger,
+  });
+  return {
+    limiter,
+    usage,
+    connection,
+    async close() {
+      await Promise.all([limiter.close(), usage.close()]);
+      connection.disconnect();
+    },
+  };
+}

@@ -1,0 +1,111 @@
+// Contract section 7, account.usage for `account: gateway` tenants: the tenant's own usage as metered
+// by the gateway, shared by every replica on one Redis, and each polled record's cost counted once.
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import type { UsageReport } from '../../src/usage/meter.ts';
+import { startGatewayHarness, type GatewayHarness } from '../support/gateway-harness.ts';
+import { startRedisServer, waitFor, type RedisServer } from '../support/redis-server.ts';
+
+async function call(harness: GatewayHarness, method: string, path: string, body?: string) {
+  const response = await fetch(`${harness.url}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${harness.keys.alpha}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    ...(body === undefined ? {} : { body }),
+  });
+  expect(response.status).toBe(200);
+  return (await response.json()) as { data: unknown };
+}
+
+async function usageOf(harness: GatewayHarness): Promise<UsageReport> {
+  return (await call(harness, 'GET', '/v1/account/usage')).data as UsageReport;
+}
+
+/** Submits 3 images and a 5-second 480p video, then polls the image record twice. */
+async function useSomething(harness: GatewayHarness, poller = harness) {
+  const created = (await call(harness, 'POST', '/v1/images/generations', '{"samples":3}')).data as {
+    requestId: string;
+  };
+  await call(
+    harness,
+    'POST',
+    '/v1/videos/generations',
+    '{"duration":5,"dimensions":{"width":640,"height":640}}',
+  );
+  const record = (await call(poller, 'GET', `/v1/images/generations/${created.requestId}`)).data as {
+    totalCost: number;
+  };
+  await call(poller, 'GET', `/v1/images/generations/${created.requestId}`);
+  return record.totalCost;
+}
+
+describe('memory store', () => {
+  let harness: GatewayHarness;
+  beforeAll(async () => {
+    harness = await startGatewayHarness();
+  });
+  afterAll(async () => {
+    await harness.close();
+  });
+
+  test('counts what the tenant asked for, and a polled cost once', async () => {
+    const totalCost = await useSomething(harness);
+    const usage = await usageOf(harness);
+    const expected = {
+      requests: { 'images.create': 1, 'videos.create': 1, 'images.get': 2 },
+      imagesRequested: 3,
+      videosRequested: 1,
+      videoSecondsRequested: 5,
+      reportedCostUsd: totalCost,
+      estimatedCostUsd: 0.031,
+    };
+    expect(usage).toEqual({
+      month: new Date().toISOString().slice(0, 7),
+      currentMonth: expected,
+      lifetime: expected,
+    });
+    const metrics = await harness.metrics.registry.metrics();
+    expect(metrics).toContain('gengate_usage_images_total{tenant="alpha"} 3');
+    expect(metrics).toContain('gengate_usage_video_seconds_total{tenant="alpha"} 5');
+  });
+});
+
+describe('two replicas on one Redis', () => {
+  let redis: RedisServer;
+  let replicas: [GatewayHarness, GatewayHarness];
+  beforeAll(async () => {
+    redis = await startRedisServer();
+    const storeYaml = `{ kind: redis, redis: { url: "${redis.url}" } }`;
+    replicas = [await startGatewayHarness({ storeYaml }), await startGatewayHarness({ storeYaml })];
+  });
+  afterAll(async () => {
+    await Promise.all(replicas.map((replica) => replica.close()));
+    await redis.stop();
+  });
+
+  test("one replica's metering is seen by the other, and a cost polled on both counts once", async () => {
+    const [first, second] = replicas;
+    // The two harnesses front different simulators, so the record polled is the first one's.
+    const totalCost = await useSomething(first);
+    await call(first, 'GET', '/v1/account/keys');
+    await waitFor(
+      'usage flushed to Redis',
+      async () => (await usageOf(second)).lifetime.imagesRequested === 3,
+    );
+    await waitFor('the cost flushed', async () => (await usageOf(second)).lifetime.reportedCostUsd > 0);
+    const usage = await usageOf(second);
+    // Reading the usage is a request too: the polls above counted a varying number of account.usage.
+    const { 'account.usage': usageReads, ...otherRequests } = usage.lifetime.requests;
+    expect(usageReads).toBeGreaterThan(0);
+    expect({ ...usage.lifetime, requests: otherRequests }).toEqual({
+      requests: { 'images.create': 1, 'videos.create': 1, 'images.get': 2, 'account.keys': 1 },
+      imagesRequested: 3,
+      videosRequested: 1,
+      videoSecondsRequested: 5,
+      reportedCostUsd: totalCost,
+      estimatedCostUsd: 0.031,
+    });
+    expect(usage.currentMonth).toEqual(usage.lifetime);
+  });
+});
