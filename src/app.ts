@@ -11,6 +11,7 @@ import { installDraining } from './gateway/draining.ts';
 import { registerGatewayRoutes, type CredentialSource } from './gateway/routes.ts';
 import type { GatewayMetrics } from './observability/metrics.ts';
 import { installRequestObserver } from './observability/request-observer.ts';
+import type { OwnershipStore } from './ownership/store.ts';
 import type { RateLimiter } from './ratelimit/types.ts';
 import type { UpstreamClient } from './upstream/client.ts';
 import type { UsageMeter } from './usage/meter.ts';
@@ -26,6 +27,8 @@ export interface AppDependencies {
   upstream: UpstreamClient;
   usage: UsageMeter;
   limiter: RateLimiter;
+  /** Who owns each request id; shared by every replica when the store is Redis. */
+  ownership: OwnershipStore;
   now?: () => number;
 }
 
@@ -69,6 +72,7 @@ export function buildApp(config: GatewayConfig, deps: AppDependencies): FastifyI
     upstream: deps.upstream,
     usage: deps.usage,
     limiter: deps.limiter,
+    ownership: deps.ownership,
     authFailures: installAuthFailureGuard(app, config.server.authenticationFailures),
     metrics: deps.metrics,
     now: deps.now ?? Date.now,

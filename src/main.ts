@@ -85,6 +85,7 @@ const gateway = buildApp(config, {
   upstream,
   usage: store.usage,
   limiter: store.limiter,
+  ownership: store.ownership,
 });
 const admin = buildAdminApp({ logger, metrics, readiness });
 

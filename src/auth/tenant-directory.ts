@@ -1,10 +1,8 @@
 // Who is calling: maps a bearer key to its tenant by SHA-256, so plain keys are never stored.
 // Rebuilt as a whole on configuration reload; the request path only reads it.
-import type { GatewayConfig } from '../config/schema.ts';
+import type { TenantConfig } from '../config/schema.ts';
 import { gatewayError } from '../errors/registry.ts';
 import { hashTenantKey } from './keys.ts';
-
-export type TenantConfig = GatewayConfig['tenants'][number];
 
 export interface AuthenticatedCaller {
   tenant: TenantConfig;
@@ -24,14 +22,11 @@ const WWW_AUTHENTICATE = { 'www-authenticate': 'Bearer' };
 
 export interface TenantDirectory {
   authenticate(authorization: string | undefined, nowMs: number): AuthenticatedCaller;
-  tenant(id: string): TenantConfig | undefined;
 }
 
 export function createTenantDirectory(tenants: readonly TenantConfig[]): TenantDirectory {
   const byHash = new Map<string, KeyEntry>();
-  const byId = new Map<string, TenantConfig>();
   for (const tenant of tenants) {
-    byId.set(tenant.id, tenant);
     for (const key of tenant.keys) {
       const expiresAtMs = key.expiresAt === undefined ? Number.POSITIVE_INFINITY : Date.parse(key.expiresAt);
       byHash.set(key.sha256, { tenant, prefix: key.prefix, expiresAtMs });
@@ -58,6 +53,5 @@ export function createTenantDirectory(tenants: readonly TenantConfig[]): TenantD
       }
       return { tenant: entry.tenant, keyPrefix: entry.prefix };
     },
-    tenant: (id) => byId.get(id),
   };
 }

@@ -27,6 +27,8 @@ export const DEFAULT_SIMULATOR_REQUESTS_PER_MINUTE = 600;
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379/0';
 export const DEFAULT_REDIS_KEY_PREFIX = 'gengate:';
 export const DEFAULT_STORE_COMMAND_TIMEOUT_MS = 100;
+/** How long the gateway remembers who owns a request id: long past any client's last poll of it. */
+export const DEFAULT_OWNERSHIP_TTL_SECONDS = 7 * 24 * 3600;
 const MAX_LIMIT_WINDOW_SECONDS = 86_400;
 const MAX_UPSTREAM_SAMPLES = 20;
 const MAX_UPSTREAM_STEPS = 50;
@@ -153,6 +155,11 @@ const StoreSchema = object(
       default: 1,
       description:
         'gateway replicas sharing the store: while it fails open, each admits 1/replicas of a limit',
+    }),
+    ownershipTtlSeconds: Type.Integer({
+      minimum: 1,
+      default: DEFAULT_OWNERSHIP_TTL_SECONDS,
+      description: 'how long a request id stays tied to the tenant that submitted it',
     }),
   },
   {},

@@ -26,6 +26,11 @@ export function toGatewayError(error: unknown): GatewayError {
   if (error instanceof GatewayError) return error;
   const mapped = fromFastifyError(error as FastifyError);
   if (mapped !== undefined) return mapped;
+  // Any other client error Fastify raises: its message may quote the request, so it is not echoed.
+  const statusCode = (error as { statusCode?: unknown }).statusCode;
+  if (typeof statusCode === 'number' && statusCode >= 400 && statusCode < 500) {
+    return gatewayError('bad_request', 'the request is malformed', { cause: error });
+  }
   return gatewayError('internal_error', 'the gateway failed to handle this request', { cause: error });
 }
 

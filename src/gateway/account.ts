@@ -2,7 +2,7 @@
 // account routes describe the whole shared upstream account and would leak other tenants' activity.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { successEnvelope } from '../maxai/envelope.ts';
-import type { TenantConfig } from '../auth/tenant-directory.ts';
+import type { TenantConfig } from '../config/schema.ts';
 import type { UsageMeter } from '../usage/meter.ts';
 
 /** The tenant's gateway keys in the service's key shape; hashes and plain keys never leave. */

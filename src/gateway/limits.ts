@@ -4,15 +4,12 @@
 import type { RouteId } from '../config/route-ids.ts';
 import type { TenantConfig, TenantLimit } from '../config/schema.ts';
 import { gatewayError } from '../errors/registry.ts';
+import { requestedSamples, requestedVideoSeconds } from '../maxai/request-values.ts';
 import { rateLimitHeaders } from '../ratelimit/headers.ts';
 import type { LimitRequest, RateLimiter } from '../ratelimit/types.ts';
 
 // The route that carries each cost unit; `requests` is carried by every route.
 const UNIT_ROUTE = { samples: 'images.create', videoSeconds: 'videos.create' } as const;
-
-function positiveInteger(value: unknown): number | undefined {
-  return typeof value === 'number' && Number.isInteger(value) && value > 0 ? value : undefined;
-}
 
 /** What this request costs against one limit, or undefined when the limit does not count this route. */
 function costAgainst(limit: TenantLimit, route: RouteId, body: Record<string, unknown> | undefined) {
@@ -21,11 +18,9 @@ function costAgainst(limit: TenantLimit, route: RouteId, body: Record<string, un
     case 'requests':
       return 1;
     case 'samples':
-      return route === UNIT_ROUTE.samples ? (positiveInteger(body?.samples) ?? 1) : undefined;
+      return route === UNIT_ROUTE.samples ? requestedSamples(body) : undefined;
     case 'videoSeconds':
-      // A duration that is not a positive integer is refused by validation or by the service; it is
-      // never a credit.
-      return route === UNIT_ROUTE.videoSeconds ? (positiveInteger(body?.duration) ?? 0) : undefined;
+      return route === UNIT_ROUTE.videoSeconds ? requestedVideoSeconds(body) : undefined;
   }
 }
 

@@ -14,6 +14,8 @@ import {
   type GatewayRoute,
 } from '../routing/route-table.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
+import { createOwnershipHooks } from '../ownership/hooks.ts';
+import type { OwnershipStore } from '../ownership/store.ts';
 import { createPolicyHook } from '../policy/policy-hook.ts';
 import type { RateLimiter } from '../ratelimit/types.ts';
 import type { UpstreamClient, UpstreamResponse } from '../upstream/client.ts';
@@ -35,6 +37,7 @@ export interface GatewayRoutesOptions {
   upstream: UpstreamClient;
   usage: UsageMeter;
   limiter: RateLimiter;
+  ownership: OwnershipStore;
   authFailures: AuthFailureGuard;
   metrics: GatewayMetrics;
   now: () => number;
@@ -146,6 +149,13 @@ export function registerGatewayRoutes(app: FastifyInstance, options: GatewayRout
   }
 
   const enforcePolicy = createPolicyHook(options.metrics);
+  const ownership = createOwnershipHooks({ store: options.ownership, limiter: options.limiter });
+  // A create is validated, judged by the tenant's policy, its requestId claimed, then charged; a request
+  // id is checked for ownership before it is charged. Refused requests consume nothing.
+  const preHandlerFor = (route: GatewayRoute) => {
+    if (route.method === 'POST') return [enforcePolicy, ownership.claimRequestId, chargeLimits];
+    return route.hasRequestId ? [ownership.requireOwnership, chargeLimits] : [chargeLimits];
+  };
   const answerAccountLocally = createAccountHandler(options.usage, options.now);
   async function countServedRequest(request: FastifyRequest, reply: FastifyReply) {
     if (request.caller !== undefined && reply.statusCode < 300) {
@@ -164,12 +174,13 @@ export function registerGatewayRoutes(app: FastifyInstance, options: GatewayRout
       url: route.path,
       config: { gatewayRoute: route },
       onRequest: [admitRequestTarget, authenticate],
-      // A create is validated, then judged by the tenant's policy, then charged; other routes are charged.
-      ...(route.method === 'POST'
-        ? { preValidation: validateRequestBody, preHandler: [enforcePolicy, chargeLimits] }
-        : { preHandler: chargeLimits }),
+      ...(route.method === 'POST' ? { preValidation: validateRequestBody } : {}),
+      preHandler: preHandlerFor(route),
       onResponse: countServedRequest,
-      ...(route.successorPath === undefined ? {} : { onSend: addDeprecationHeaders(route) }),
+      onSend: [
+        ...(route.method === 'POST' ? [ownership.settleClaim] : []),
+        ...(route.successorPath === undefined ? [] : [addDeprecationHeaders(route)]),
+      ],
       handler: isAccountRoute
         ? (request, reply) =>
             request.caller?.tenant.account === 'gateway'

@@ -6,6 +6,9 @@ import type { GatewayMetrics } from './metrics.ts';
 // Requests that matched no allowlisted route share one label value.
 const UNMATCHED_ROUTE = 'unmatched';
 const NO_TENANT = 'none';
+// The method label too must not come from request data: any method outside this set is "other".
+const METHOD_LABELS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS']);
+const OTHER_METHOD = 'other';
 
 const startTimes = new WeakMap<FastifyRequest, number>();
 
@@ -29,7 +32,8 @@ export function installRequestObserver(app: FastifyInstance, metrics: GatewayMet
     const route = request.routeOptions.config.gatewayRoute?.id ?? UNMATCHED_ROUTE;
     const tenant = request.caller?.tenant.id ?? NO_TENANT;
     const status = reply.statusCode;
-    metrics.httpRequests.inc({ route, method: request.method, status, tenant });
+    const method = METHOD_LABELS.has(request.method) ? request.method : OTHER_METHOD;
+    metrics.httpRequests.inc({ route, method, status, tenant });
     metrics.httpDuration.observe({ route }, totalMs / 1000);
     if (request.upstreamMs !== undefined) {
       metrics.upstreamDuration.observe(

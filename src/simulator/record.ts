@@ -19,12 +19,16 @@ export interface RequestRecord {
   clear(): void;
 }
 
+// A demo left running keeps only the latest requests: enough for any test, bounded for a long run.
+export const MAX_RECORDED_REQUESTS = 10_000;
+
 export function createRequestRecord(): RequestRecord {
   const entries: ReceivedRequest[] = [];
   return {
     entries,
     add(request) {
       const entry = { ...request, headers: { ...request.headers }, body: Buffer.alloc(0) };
+      if (entries.length >= MAX_RECORDED_REQUESTS) entries.shift();
       entries.push(entry);
       return entry;
     },

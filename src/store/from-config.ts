@@ -1,8 +1,12 @@
-// Opens what `store` in the configuration asks for: the rate limiter and the usage meter, in this process
+// Opens what `store` in the configuration asks for: the rate limiter, the usage meter and request
+// ownership, in this process
 // (`memory`, one replica) or on one shared Redis connection (`redis`). The caller closes it.
 import type { FastifyBaseLogger } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { GatewayConfig } from '../config/schema.ts';
+import { createMemoryOwnershipStore } from '../ownership/memory-store.ts';
+import { createRedisOwnershipStore } from '../ownership/redis-store.ts';
+import type { OwnershipStore } from '../ownership/store.ts';
 import { createMemoryRateLimiter } from '../ratelimit/memory-limiter.ts';
 import { createRateLimitMetrics } from '../ratelimit/metrics.ts';
 import { createRedisRateLimiter } from '../ratelimit/redis-limiter.ts';
@@ -18,6 +22,7 @@ const STARTUP_CONNECT_WAIT_MS = 2_000;
 export interface GatewayStore {
   limiter: RateLimiter;
   usage: UsageMeter;
+  ownership: OwnershipStore;
   /** The shared connection, for other store users; undefined for `memory`. */
   connection: RedisConnection | undefined;
   close(): Promise<void>;
@@ -31,12 +36,14 @@ export async function openStore(
   if (store.kind === 'memory') {
     const limiter = createMemoryRateLimiter({ metrics });
     const usage = createMemoryUsageMeter();
+    const ownership = createMemoryOwnershipStore({ ttlMs: store.ownershipTtlSeconds * 1000 });
     return {
       limiter,
       usage,
+      ownership,
       connection: undefined,
       close: async () => {
-        await Promise.all([limiter.close(), usage.close()]);
+        await Promise.all([limiter.close(), usage.close(), ownership.close()]);
       },
     };
   }
@@ -65,12 +72,20 @@ export async function openStore(
     commandTimeoutMs: store.redis.commandTimeoutMs,
     logger: deps.logger,
   });
+  const ownership = createRedisOwnershipStore({
+    connection,
+    commandTimeoutMs: store.redis.commandTimeoutMs,
+    failMode: store.failMode,
+    ttlMs: store.ownershipTtlSeconds * 1000,
+    logger: deps.logger,
+  });
   return {
     limiter,
     usage,
+    ownership,
     connection,
     async close() {
-      await Promise.all([limiter.close(), usage.close()]);
+      await Promise.all([limiter.close(), usage.close(), ownership.close()]);
       connection.disconnect();
     },
   };

@@ -3,6 +3,7 @@
 // queue), are never re-sent after a connection loss (a script that may have run must not run twice), and
 // reconnection happens in the background with a capped backoff.
 import { Cluster, Redis } from 'ioredis';
+import { DEFAULT_REDIS_URL } from '../config/schema.ts';
 
 export type RedisConnection = Redis | Cluster;
 
@@ -31,7 +32,6 @@ const CONNECT_TIMEOUT_MS = 2_000;
 const RECONNECT_BASE_DELAY_MS = 50;
 const RECONNECT_MAX_DELAY_MS = 2_000;
 const SLOTS_REFRESH_TIMEOUT_MS = 1_000;
-const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379/0';
 
 function reconnectDelayMs(attempt: number): number {
   return Math.min(RECONNECT_BASE_DELAY_MS * 2 ** Math.min(attempt, 16), RECONNECT_MAX_DELAY_MS);

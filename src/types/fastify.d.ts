@@ -12,6 +12,8 @@ declare module 'fastify' {
     upstreamStatus?: number;
     /** What the tenant's policy did, for the request's log line (rule and action words only). */
     policyLog?: Record<string, string>;
+    /** A create's fresh claim of its requestId, until the response settles it. */
+    ownershipClaim?: { requestId: string; tenantId: string } | undefined;
   }
   interface FastifyContextConfig {
     gatewayRoute?: GatewayRoute;

@@ -23,7 +23,14 @@ export function headersForUpstream(
 }
 
 // The upstream's X-RateLimit-* headers describe the shared upstream account, not the tenant: never passed.
-const PASSED_RESPONSE_HEADERS = ['content-type', 'cache-control', 'etag', 'last-modified'] as const;
+// Retry-After is (a 503 says when to come back); an upstream 429 is answered by gengate itself.
+const PASSED_RESPONSE_HEADERS = [
+  'content-type',
+  'cache-control',
+  'etag',
+  'last-modified',
+  'retry-after',
+] as const;
 
 export function headersForClient(upstream: IncomingHttpHeaders): Record<string, string> {
   const headers: Record<string, string> = {};

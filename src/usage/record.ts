@@ -1,15 +1,11 @@
 // Turns one successful exchange into usage events: what was requested on creates, and the service's
 // own `totalCost` when a tenant polls a finished record.
 import type { RouteId } from '../config/route-ids.ts';
-import { parseJsonLossless } from '../json/lossless.ts';
-import { VIDEO_SIZES } from '../maxai/schemas.ts';
-import { estimateVideoCostUsd, type VideoTier } from './pricing.ts';
+import { requestedSamples, requestedVideoSeconds } from '../maxai/request-values.ts';
+import { VIDEO_SIZES, type VideoTier } from '../maxai/schemas.ts';
+import { estimateVideoCostUsd } from './pricing.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
 import type { UsageEvent, UsageMeter } from './meter.ts';
-
-function positiveInteger(value: unknown): number | undefined {
-  return typeof value === 'number' && Number.isInteger(value) && value > 0 ? value : undefined;
-}
 
 function videoTier(dimensions: unknown): VideoTier | undefined {
   if (typeof dimensions !== 'object' || dimensions === null) return undefined;
@@ -20,7 +16,8 @@ function videoTier(dimensions: unknown): VideoTier | undefined {
 function reportedCost(responseBody: Buffer): { requestId: string; costUsd: number } | undefined {
   let record: unknown;
   try {
-    record = (parseJsonLossless(responseBody.toString('utf8')) as { data?: unknown }).data;
+    // Plain JSON.parse: totalCost needs no exact integers, and a record with base64 results is large.
+    record = (JSON.parse(responseBody.toString('utf8')) as { data?: unknown }).data;
   } catch {
     return undefined;
   }
@@ -43,9 +40,9 @@ function usageEventsFor(
 ): UsageEvent[] {
   switch (route) {
     case 'images.create':
-      return [{ kind: 'images', count: positiveInteger(requestBody?.samples) ?? 1, estimatedCostUsd: 0 }];
+      return [{ kind: 'images', count: requestedSamples(requestBody), estimatedCostUsd: 0 }];
     case 'videos.create': {
-      const seconds = positiveInteger(requestBody?.duration) ?? 0;
+      const seconds = requestedVideoSeconds(requestBody);
       return [
         {
           kind: 'video',

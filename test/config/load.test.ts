@@ -117,6 +117,7 @@ tenants:
         redis: { url: 'redis://127.0.0.1:6379/0', keyPrefix: 'gengate:', commandTimeoutMs: 100 },
         failMode: 'open',
         replicas: 1,
+        ownershipTtlSeconds: 604800,
       },
       tenants: [
         {

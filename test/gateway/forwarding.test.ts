@@ -2,7 +2,12 @@
 // token in place of its gengate key, with the body unchanged and only allowlisted headers.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
-import { startGatewayHarness, UPSTREAM_TOKENS, type GatewayHarness } from '../support/gateway-harness.ts';
+import {
+  sentWithAssignedRequestId,
+  startGatewayHarness,
+  UPSTREAM_TOKENS,
+  type GatewayHarness,
+} from '../support/gateway-harness.ts';
 import { sendRaw } from '../support/raw-http.ts';
 
 // Everything the upstream may see: built by the gateway, never copied from the client.
@@ -85,7 +90,7 @@ describe('creates are forwarded with the token swapped and the body unchanged', 
     const received = harness.simulator.received[0]!;
     expect(received.method).toBe('POST');
     expect(received.url).toBe(path);
-    expect(received.body.toString('utf8')).toBe(body);
+    expect(received.body).toEqual(sentWithAssignedRequestId(harness, body));
     expect(received.headers.authorization).toBe(`Bearer ${UPSTREAM_TOKENS[credential]}`);
     expect(JSON.stringify(received.headers)).not.toContain(harness.keys[tenant]);
     const unexpected = Object.keys(received.headers).filter((name) => !FORWARDED_HEADERS.has(name));

@@ -1,4 +1,5 @@
 // Contract section 6 through HTTP: the simulator's record is the witness of what a policy forwards.
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { startGatewayHarness, type GatewayHarness } from '../support/gateway-harness.ts';
 
@@ -45,17 +46,18 @@ describe('enforce mode: raise, clamp and set rewrite what is forwarded', () => {
   });
 
   test('a request that breaks four rules: every change applied, listed, and the 19-digit seed intact', async () => {
+    const ID = randomUUID();
     const response = await post(
       harness,
       '/v1/images/generations',
-      '{"seed":9223372036854775807,"safetyLevel":"low","samples":8,"steps":50,"input":{"positivePrompt":"a cat"}}',
+      `{"seed":9223372036854775807,"safetyLevel":"low","samples":8,"steps":50,"input":{"positivePrompt":"a cat"},"requestId":"${ID}"}`,
     );
     expect(response.status).toBe(200);
     expect(response.headers.get('gengate-policy')).toBe(
       'safetyLevel=raised;from=low;to=high, samples=clamped;from=8;to=4, steps=clamped;from=50;to=30, scanResults=set;to=true',
     );
     expect(forwardedBody(harness)).toBe(
-      '{"seed":9223372036854775807,"safetyLevel":"high","samples":4,"steps":30,"input":{"positivePrompt":"a cat"},"scanResults":true}',
+      `{"seed":9223372036854775807,"safetyLevel":"high","samples":4,"steps":30,"input":{"positivePrompt":"a cat"},"requestId":"${ID}","scanResults":true}`,
     );
     expect(await policyCount(harness, 'samples', 'clamped')).toBe(1);
   });
@@ -63,11 +65,15 @@ describe('enforce mode: raise, clamp and set rewrite what is forwarded', () => {
   test('an omitted safetyLevel counts as medium and is raised explicitly', async () => {
     const response = await post(harness, '/v1/images/generations', '{"scanResults":true}');
     expect(response.headers.get('gengate-policy')).toBe('safetyLevel=raised;to=high');
-    expect(JSON.parse(forwardedBody(harness))).toEqual({ scanResults: true, safetyLevel: 'high' });
+    expect(JSON.parse(forwardedBody(harness))).toEqual({
+      scanResults: true,
+      safetyLevel: 'high',
+      requestId: expect.stringMatching(/^[0-9a-f-]{36}$/) as unknown,
+    });
   });
 
   test('a compliant request is forwarded byte for byte, without the header', async () => {
-    const body = '{ "safetyLevel" : "high", "scanResults": true, "samples": 2 }';
+    const body = `{ "safetyLevel" : "high", "scanResults": true, "samples": 2, "requestId": "${randomUUID()}" }`;
     const response = await post(harness, '/v1/images/generations', body);
     expect(response.headers.get('gengate-policy')).toBeNull();
     expect(forwardedBody(harness)).toBe(body);
@@ -142,7 +148,7 @@ describe('shadow mode', () => {
   });
 
   test('forwards untouched and records what enforce mode would have done', async () => {
-    const body = '{"safetyLevel":"low","samples":9}';
+    const body = `{"safetyLevel":"low","samples":9,"requestId":"${randomUUID()}"}`;
     const response = await post(harness, '/v1/images/generations', body);
     expect(response.status).toBe(200);
     expect(response.headers.get('gengate-policy')).toBeNull();

@@ -32,7 +32,7 @@ beforeAll(async () => {
 server: { host: 127.0.0.1, port: 0 }
 admin: { host: 127.0.0.1, port: 0 }
 upstream: { baseUrl: "${simulator.url}", credentials: { shared: { env: SHARED_TOKEN } } }
-store: { kind: redis, redis: { url: "${redis.url}" } }
+store: { kind: redis, redis: { url: "${redis.url}", commandTimeoutMs: 2000 } }
 tenants:
   - id: team-a
     credential: shared

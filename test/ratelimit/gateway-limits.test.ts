@@ -110,9 +110,10 @@ describe('two replicas sharing one Redis', () => {
   let replicas: GatewayHarness[];
   beforeAll(async () => {
     redis = await startRedisServer();
-    const storeYaml = `{ kind: redis, redis: { url: "${redis.url}" } }`;
+    const storeYaml = `{ kind: redis, redis: { url: "${redis.url}", commandTimeoutMs: 2000 } }`;
     const alphaLimitsYaml =
-      '[{ id: requests, routes: ["*"], cost: requests, limit: 100, windowSeconds: 60 }]';
+      // An hour's window: a unit comes back only every 36 s, so a slow burst cannot earn an extra one.
+      '[{ id: requests, routes: ["*"], cost: requests, limit: 100, windowSeconds: 3600 }]';
     replicas = [];
     for (let i = 0; i < 2; i++) replicas.push(await startGatewayHarness({ storeYaml, alphaLimitsYaml }));
   });

@@ -45,7 +45,7 @@ describe('store failures', () => {
     redis = await startRedisServer();
     replica = await startTestLimiter(
       { url: redis.url },
-      { failMode: 'open', probeIntervalMs: PROBE_INTERVAL_MS },
+      { failMode: 'open', commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS, probeIntervalMs: PROBE_INTERVAL_MS },
     );
     const load = Promise.all(Array.from({ length: 200 }, () => timedCheck('open')));
     await redis.kill();
@@ -69,7 +69,12 @@ describe('store failures', () => {
     redis = await startRedisServer();
     replica = await startTestLimiter(
       { url: redis.url },
-      { failMode: 'open', probeIntervalMs: PROBE_INTERVAL_MS, fallbackReplicas: 4 },
+      {
+        failMode: 'open',
+        commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS,
+        probeIntervalMs: PROBE_INTERVAL_MS,
+        fallbackReplicas: 4,
+      },
     );
     await redis.kill();
     const limits: LimitRequest[] = [{ id: 'requests', limit: 10, windowSeconds: 60, cost: 1 }];
@@ -86,7 +91,7 @@ describe('store failures', () => {
     redis = await startRedisServer();
     replica = await startTestLimiter(
       { url: redis.url },
-      { failMode: 'closed', probeIntervalMs: PROBE_INTERVAL_MS },
+      { failMode: 'closed', commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS, probeIntervalMs: PROBE_INTERVAL_MS },
     );
     expect((await replica.limiter.check('closed', LIMITS)).exact).toBe(true);
     await redis.kill();
@@ -111,7 +116,7 @@ describe('store failures', () => {
     redis = await startRedisServer(['--enable-debug-command', 'yes']);
     replica = await startTestLimiter(
       { url: redis.url },
-      { failMode: 'closed', probeIntervalMs: PROBE_INTERVAL_MS },
+      { failMode: 'closed', commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS, probeIntervalMs: PROBE_INTERVAL_MS },
     );
     expect((await timedCheck('frozen')).decision.exact).toBe(true);
     const freezer = redis.client();

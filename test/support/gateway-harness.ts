@@ -1,5 +1,6 @@
 // Starts what a gateway test needs, all real and on loopback: the upstream simulator on a port of its
-// own, and a gateway built by buildApp with two tenants, listening on port 0. Logs are captured.
+// own, and a gateway built by buildApp with three tenants (alpha and gamma share the upstream credential
+// `shared`), listening on port 0. Logs are captured.
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import type { FastifyInstance } from 'fastify';
@@ -24,7 +25,7 @@ export interface GatewayHarness {
   simulator: Awaited<ReturnType<typeof startSimulator>>;
   metrics: GatewayMetrics;
   limiter: RateLimiter;
-  keys: { alpha: string; beta: string; expired: string };
+  keys: { alpha: string; beta: string; gamma: string; expired: string };
   logLines: string[];
   close(): Promise<void>;
 }
@@ -56,6 +57,7 @@ export async function startGatewayHarness(options: HarnessOptions = {}): Promise
   });
   const alpha = generateTenantKey();
   const beta = generateTenantKey();
+  const gamma = generateTenantKey();
   const expired = generateTenantKey();
   const yaml = `
 server:
@@ -83,6 +85,10 @@ tenants:
     account: passthrough
     keys:
       - { sha256: "${beta.sha256}", prefix: "${beta.prefix}" }
+  - id: gamma
+    credential: shared
+    keys:
+      - { sha256: "${gamma.sha256}", prefix: "${gamma.prefix}" }
 `;
   const config = await parseConfigText(yaml, {
     env: { SHARED_TOKEN: UPSTREAM_TOKENS.shared, RESEARCH_TOKEN: UPSTREAM_TOKENS.research },
@@ -110,6 +116,7 @@ tenants:
     upstream,
     usage: store.usage,
     limiter: store.limiter,
+    ownership: store.ownership,
   });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
   return {
@@ -118,7 +125,7 @@ tenants:
     simulator,
     metrics,
     limiter: store.limiter,
-    keys: { alpha: alpha.key, beta: beta.key, expired: expired.key },
+    keys: { alpha: alpha.key, beta: beta.key, gamma: gamma.key, expired: expired.key },
     logLines,
     async close() {
       await app.close();
@@ -127,4 +134,36 @@ tenants:
       await simulator.close();
     },
   };
+}
+
+/**
+ * What the upstream should have received for a create the client sent without a requestId: the very
+ * bytes sent, with the id the gateway assigned spliced in before the closing brace (contract section 7).
+ * A null requestId is replaced in place (the body is then serialised anew); a body that carried a
+ * requestId is expected unchanged.
+ */
+export function sentWithAssignedRequestId(
+  harness: GatewayHarness,
+  sent: string | Uint8Array,
+  index = 0,
+): Buffer {
+  const sentBytes = Buffer.from(sent);
+  const parsed = JSON.parse(sentBytes.toString('utf8')) as Record<string, unknown>;
+  if (typeof parsed.requestId === 'string') return sentBytes;
+  const received = harness.simulator.received[index]?.body ?? Buffer.alloc(0);
+  const assigned = (JSON.parse(received.toString('utf8')) as { requestId?: unknown }).requestId;
+  if (
+    typeof assigned !== 'string' ||
+    !/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/.test(assigned)
+  ) {
+    throw new Error('the upstream received no assigned UUID v4 requestId');
+  }
+  if ('requestId' in parsed) return Buffer.from(JSON.stringify({ ...parsed, requestId: assigned }));
+  const end = sentBytes.lastIndexOf(0x7d);
+  const separator = Object.keys(parsed).length === 0 ? '' : ',';
+  return Buffer.concat([
+    sentBytes.subarray(0, end),
+    Buffer.from(`${separator}"requestId":"${assigned}"`),
+    sentBytes.subarray(end),
+  ]);
 }

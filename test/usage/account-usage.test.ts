@@ -76,7 +76,7 @@ describe('two replicas on one Redis', () => {
   let replicas: [GatewayHarness, GatewayHarness];
   beforeAll(async () => {
     redis = await startRedisServer();
-    const storeYaml = `{ kind: redis, redis: { url: "${redis.url}" } }`;
+    const storeYaml = `{ kind: redis, redis: { url: "${redis.url}", commandTimeoutMs: 2000 } }`;
     replicas = [await startGatewayHarness({ storeYaml }), await startGatewayHarness({ storeYaml })];
   });
   afterAll(async () => {

@@ -2,7 +2,7 @@
 // refused it with a whole, exact error body and nothing reached the upstream, or that the upstream
 // received the very bytes the client sent.
 import { expect } from 'vitest';
-import type { GatewayHarness } from '../support/gateway-harness.ts';
+import { sentWithAssignedRequestId, type GatewayHarness } from '../support/gateway-harness.ts';
 
 export const IMAGES = '/v1/images/generations';
 export const VIDEOS = '/v1/videos/generations';
@@ -66,5 +66,5 @@ export function expectForwardedVerbatim(
   expect(harness.simulator.received.map((request) => `${request.method} ${request.url}`)).toEqual([
     `POST ${path}`,
   ]);
-  expect(harness.simulator.received[0]!.body).toEqual(Buffer.from(sent));
+  expect(harness.simulator.received[0]!.body).toEqual(sentWithAssignedRequestId(harness, sent));
 }

@@ -1,0 +1,129 @@
+// The ownership steps of the request pipeline (contract section 7; order in docs/ownership.md):
+// creates claim their requestId after policy and before the rate-limit charge, and settle the claim
+// once answered; GET and DELETE of a request id check ownership before anything is charged.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { TenantConfig } from '../config/schema.ts';
+import { gatewayError } from '../errors/registry.ts';
+import { applicableLimits } from '../gateway/limits.ts';
+import { rateLimitHeaders } from '../ratelimit/headers.ts';
+import type { RateLimiter } from '../ratelimit/types.ts';
+import type { GatewayRoute } from '../routing/route-table.ts';
+import { parsedJsonBody } from '../validation/json-body.ts';
+import { ensureRequestId } from './request-id.ts';
+import type { OwnershipStore, SubmissionResponse } from './store.ts';
+
+export const IDEMPOTENT_REPLAYED_HEADER = 'idempotent-replayed';
+// The upstream may have accepted the submission: the tenant keeps the id and may poll it.
+const UNKNOWN_OUTCOME_STATUSES = new Set([502, 504]);
+
+export interface OwnershipHooksOptions {
+  store: OwnershipStore;
+  /** Consulted without charge, for the rate-limit headers of a replay. */
+  limiter: RateLimiter;
+}
+
+function callerAndRoute(request: FastifyRequest): { tenant: TenantConfig; route: GatewayRoute } {
+  const tenant = request.caller?.tenant;
+  const route = request.routeOptions.config.gatewayRoute;
+  if (tenant === undefined || route === undefined) throw new Error('ownership checked before authentication');
+  return { tenant, route };
+}
+
+function submissionOf(reply: FastifyReply, payload: unknown): SubmissionResponse | undefined {
+  const body = Buffer.isBuffer(payload)
+    ? payload
+    : typeof payload === 'string'
+      ? Buffer.from(payload)
+      : undefined;
+  if (body === undefined) return undefined;
+  const contentType = reply.getHeader('content-type');
+  return {
+    status: reply.statusCode,
+    contentType: typeof contentType === 'string' ? contentType : undefined,
+    body,
+  };
+}
+
+export function createOwnershipHooks(options: OwnershipHooksOptions) {
+  const { store, limiter } = options;
+
+  /** A replay is not charged; it still shows the tenant's limits, as they stand, when the store can say. */
+  async function unchargedLimitHeaders(request: FastifyRequest): Promise<Record<string, string>> {
+    const { tenant, route } = callerAndRoute(request);
+    const limits = applicableLimits(tenant, route.id, parsedJsonBody(request).value).map((limit) => ({
+      ...limit,
+      cost: 0,
+    }));
+    if (limits.length === 0) return {};
+    const decision = await limiter.check(tenant.id, limits);
+    return decision.outcome === 'admitted' ? rateLimitHeaders(decision) : {};
+  }
+
+  async function claimRequestId(
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): Promise<FastifyReply | undefined> {
+    const { tenant } = callerAndRoute(request);
+    const requestId = ensureRequestId(request);
+    const outcome = await store.claim(requestId, tenant.id);
+    switch (outcome.kind) {
+      case 'claimed':
+        request.ownershipClaim = { requestId, tenantId: tenant.id };
+        return undefined;
+      case 'owned_by_another_tenant':
+        throw gatewayError(
+          'request_id_conflict',
+          `requestId ${requestId} is already in use; submit with another requestId`,
+          {
+            param: 'requestId',
+          },
+        );
+      case 'pending':
+        throw gatewayError(
+          'request_id_conflict',
+          `a submission with requestId ${requestId} is still in progress or its outcome is unknown; poll it, or submit with another requestId`,
+          { param: 'requestId' },
+        );
+      case 'replay': {
+        const { response } = outcome;
+        reply
+          .code(response.status)
+          .headers(await unchargedLimitHeaders(request))
+          .header(IDEMPOTENT_REPLAYED_HEADER, 'true');
+        if (response.contentType !== undefined) reply.type(response.contentType);
+        return reply.send(response.body);
+      }
+    }
+  }
+
+  async function requireOwnership(request: FastifyRequest): Promise<void> {
+    const { tenant } = callerAndRoute(request);
+    const requestId = (request.params as { requestId: string }).requestId;
+    // The same answer for an unknown id and another tenant's: nothing tells one from the other.
+    if (!(await store.owns(requestId, tenant.id))) {
+      throw gatewayError('request_not_found', `request ${requestId} was not found`);
+    }
+  }
+
+  /** onSend of creates: keeps the accepted submission, or frees an id whose submission did not happen. */
+  async function settleClaim(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    payload: unknown,
+  ): Promise<unknown> {
+    const claim = request.ownershipClaim;
+    if (claim === undefined) return payload;
+    request.ownershipClaim = undefined;
+    const status = reply.statusCode;
+    if (status >= 200 && status < 300) {
+      const submission = submissionOf(reply, payload);
+      // Without a body to replay the claim stays pending: a repeat is refused, never submitted twice.
+      if (submission !== undefined) await store.complete(claim.requestId, claim.tenantId, submission);
+    } else if (!UNKNOWN_OUTCOME_STATUSES.has(status)) {
+      await store.release(claim.requestId);
+    }
+    return payload;
+  }
+
+  return { claimRequestId, requireOwnership, settleClaim };
+}

@@ -1,0 +1,210 @@
+// store.kind redis: one key per request id, so every replica sees every claim. Each operation is one
+// bounded round trip on one key (Cluster-safe). When the store fails, a circuit breaker keeps it off the
+// request path until a probe answers; meanwhile `failMode` decides (see docs/ownership.md): `closed`
+// refuses with store_unavailable, `open` claims in a per-replica memory store and writes those records
+// back once the store answers. Neither mode ever lets a tenant reach an id the gateway cannot tie to it.
+import { gatewayError } from '../errors/registry.ts';
+import { createStoreBreaker } from '../ratelimit/circuit-breaker.ts';
+import {
+  DEFAULT_STORE_PROBE_INTERVAL_MS,
+  STORE_UNAVAILABLE_RETRY_AFTER_SECONDS,
+  type StoreFailMode,
+} from '../ratelimit/redis-limiter.ts';
+import { defineScript, withDeadline, type RedisConnection, type StoreLogger } from '../store/redis.ts';
+import { createMemoryOwnershipStore } from './memory-store.ts';
+import {
+  canonicalRequestId,
+  claimOutcomeOf,
+  type OwnershipRecord,
+  type OwnershipStore,
+  type SubmissionResponse,
+} from './store.ts';
+
+// A record is `<tenant>` while pending, `<tenant> <JSON of the response>` once completed; tenant ids
+// never contain a space, so the owner is readable without decoding the rest (in Lua too).
+const OWNER_SEPARATOR = ' ';
+
+// Reply: nil when this call claimed the id, otherwise the existing record.
+const CLAIM_LUA = `
+local existing = redis.call('GET', KEYS[1])
+if existing then return existing end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return false`;
+
+// Writes a record unless another tenant holds the id: completes a claim, or writes back one made while
+// the store was down. Reply: 1 written, 0 held by another tenant.
+const RECORD_LUA = `
+local existing = redis.call('GET', KEYS[1])
+if existing and string.match(existing, '^[^ ]*') ~= ARGV[2] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3])
+return 1`;
+
+export interface RedisOwnershipStoreOptions {
+  connection: RedisConnection;
+  commandTimeoutMs: number;
+  failMode: StoreFailMode;
+  ttlMs: number;
+  logger: StoreLogger;
+  probeIntervalMs?: number;
+}
+
+export function ownershipKey(requestId: string): string {
+  return `request:${canonicalRequestId(requestId)}`;
+}
+
+function encodeRecord(tenantId: string, response: SubmissionResponse | undefined): string {
+  if (response === undefined) return tenantId;
+  const stored = {
+    status: response.status,
+    contentType: response.contentType,
+    body: response.body.toString('base64'),
+  };
+  return `${tenantId}${OWNER_SEPARATOR}${JSON.stringify(stored)}`;
+}
+
+function decodeResponse(text: string): SubmissionResponse | undefined {
+  try {
+    const stored = JSON.parse(text) as { status?: unknown; contentType?: unknown; body?: unknown };
+    if (typeof stored.status !== 'number' || typeof stored.body !== 'string') return undefined;
+    return {
+      status: stored.status,
+      contentType: typeof stored.contentType === 'string' ? stored.contentType : undefined,
+      body: Buffer.from(stored.body, 'base64'),
+    };
+  } catch {
+    // A damaged response still names its owner: it reads as pending, which refuses safely.
+    return undefined;
+  }
+}
+
+export function decodeRecord(value: string): OwnershipRecord {
+  const separator = value.indexOf(OWNER_SEPARATOR);
+  if (separator < 0) return { tenantId: value, response: undefined };
+  return { tenantId: value.slice(0, separator), response: decodeResponse(value.slice(separator + 1)) };
+}
+
+function storeUnavailable() {
+  return gatewayError('store_unavailable', 'the request ownership store is unavailable; retry shortly', {
+    headers: { 'retry-after': String(STORE_UNAVAILABLE_RETRY_AFTER_SECONDS) },
+  });
+}
+
+type Attempt<T> = { ok: true; value: T } | { ok: false };
+
+export function createRedisOwnershipStore(options: RedisOwnershipStoreOptions): OwnershipStore {
+  const { connection, commandTimeoutMs, failMode, ttlMs, logger } = options;
+  const claimScript = defineScript(connection, 'gengateClaimRequestId', CLAIM_LUA);
+  const recordScript = defineScript(connection, 'gengateRecordRequestId', RECORD_LUA);
+  // Fail-open only: claims made while the store was down, and the ids still to write back to it.
+  const fallback = createMemoryOwnershipStore({ ttlMs });
+  const unsynced = new Set<string>();
+
+  const breaker = createStoreBreaker({
+    probeIntervalMs: options.probeIntervalMs ?? DEFAULT_STORE_PROBE_INTERVAL_MS,
+    probe: async () => {
+      await withDeadline(connection.ping(), commandTimeoutMs);
+    },
+    onChange: (open) => {
+      if (open) logger.warn({ failMode }, 'ownership store failing; bypassing it until it answers');
+      else {
+        logger.info({}, 'ownership store answering again');
+        void writeBackUnsynced();
+      }
+    },
+  });
+
+  async function attempt<T>(run: () => Promise<T>): Promise<Attempt<T>> {
+    if (breaker.open) return { ok: false };
+    try {
+      return { ok: true, value: await withDeadline(run(), commandTimeoutMs) };
+    } catch (error) {
+      if (breaker.trip()) {
+        logger.warn(
+          { err: error instanceof Error ? error.message : String(error) },
+          'ownership store call failed',
+        );
+      }
+      return { ok: false };
+    }
+  }
+
+  function requireFailOpen(): void {
+    if (failMode === 'closed') throw storeUnavailable();
+  }
+
+  async function writeBackUnsynced(): Promise<void> {
+    for (const id of [...unsynced]) {
+      const record = fallback.recordOf(id);
+      if (record === undefined) {
+        unsynced.delete(id);
+        continue;
+      }
+      const value = encodeRecord(record.tenantId, record.response);
+      const remainingMs = Math.max(1, record.expiresAtMs - Date.now());
+      const written = await attempt(() =>
+        recordScript(1, ownershipKey(id), value, record.tenantId, remainingMs),
+      );
+      if (!written.ok) return;
+      if (written.value === 0)
+        logger.warn({}, 'a request id claimed during a store outage is held by another tenant');
+      unsynced.delete(id);
+      await fallback.release(id);
+    }
+  }
+
+  const isLocal = (requestId: string) => fallback.recordOf(requestId) !== undefined;
+
+  return {
+    async claim(requestId, tenantId) {
+      const claimed = await attempt(() => claimScript(1, ownershipKey(requestId), tenantId, ttlMs));
+      if (claimed.ok) {
+        return typeof claimed.value === 'string'
+          ? claimOutcomeOf(decodeRecord(claimed.value), tenantId)
+          : { kind: 'claimed' };
+      }
+      requireFailOpen();
+      const outcome = await fallback.claim(requestId, tenantId);
+      if (outcome.kind === 'claimed') unsynced.add(canonicalRequestId(requestId));
+      return outcome;
+    },
+
+    async complete(requestId, tenantId, response) {
+      if (!isLocal(requestId)) {
+        const value = encodeRecord(tenantId, response);
+        const written = await attempt(() => recordScript(1, ownershipKey(requestId), value, tenantId, ttlMs));
+        if (written.ok) return;
+        // Fail-closed: the claim stays pending, so a repeat is refused rather than submitted twice.
+        if (failMode === 'closed') return;
+        await fallback.claim(requestId, tenantId);
+        unsynced.add(canonicalRequestId(requestId));
+      }
+      await fallback.complete(requestId, tenantId, response);
+      if (!breaker.open) await writeBackUnsynced();
+    },
+
+    async release(requestId) {
+      if (isLocal(requestId)) {
+        unsynced.delete(canonicalRequestId(requestId));
+        await fallback.release(requestId);
+        return;
+      }
+      // If this fails the claim stays pending: the id is refused (409), never handed to someone else.
+      await attempt(() => connection.del(ownershipKey(requestId)));
+    },
+
+    async owns(requestId, tenantId) {
+      const found = await attempt(() => connection.get(ownershipKey(requestId)));
+      if (found.ok && found.value !== null) return decodeRecord(found.value).tenantId === tenantId;
+      // Not in the store: it may be a claim this replica made during an outage, not yet written back.
+      if (await fallback.owns(requestId, tenantId)) return true;
+      if (found.ok) return false;
+      // The store cannot say who owns it: refuse rather than let a tenant read an id it may not own.
+      throw storeUnavailable();
+    },
+
+    async close() {
+      breaker.stop();
+      await fallback.close();
+    },
+  };
+}
