@@ -104,13 +104,22 @@ async function shutDown(signal: string): Promise<void> {
   logger.info({ signal }, 'draining');
   readiness.markDraining();
   configWatcher.close();
-  // Stop accepting at once; in-flight requests get until the deadline, then their sockets are closed.
+  // Stop accepting at once; in-flight requests get until the deadline, then their sockets are closed
+  // and their upstream exchanges aborted, so the process exits within Kubernetes' grace period.
+  const drain = { expired: false };
   const deadline = setTimeout(() => {
+    drain.expired = true;
     gateway.server.closeAllConnections();
+    void upstream.destroy();
   }, DRAIN_TIMEOUT_MS);
   await gateway.close();
   clearTimeout(deadline);
-  await Promise.all([admin.close(), upstream.close(), store.close(), simulator?.close()]);
+  await Promise.all([
+    admin.close(),
+    drain.expired ? upstream.destroy() : upstream.close(),
+    store.close(),
+    simulator?.close(),
+  ]);
   credentials.close();
   logger.info('stopped');
 }

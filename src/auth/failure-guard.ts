@@ -1,8 +1,9 @@
-// Slows key guessing: a client address that fails authentication `limit` times within a window is
-// refused outright (429, before any key is looked at) until the window ends. Counting is done by
+// Slows key guessing: once a client address has failed authentication `limit` times within a window,
+// its further failures get 429 with Retry-After instead of 401 until the window ends, telling a
+// misconfigured client or a guesser to back off. A valid key is never refused here: behind a shared
+// address (an ingress, a NAT) one bad client must not lock every tenant out. Counting is done by
 // @fastify/rate-limit, per replica, keyed by the client address Fastify derives (see server.trustProxy).
-// Tenants' own rate-limit headers are untouched: this guard answers before authentication and never
-// sets them.
+// Tenants' own rate-limit headers are untouched: this guard answers only unauthenticated requests.
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { gatewayError } from '../errors/registry.ts';
@@ -13,9 +14,7 @@ export interface AuthFailureGuardOptions {
 }
 
 export interface AuthFailureGuard {
-  /** Throws 429 when the caller's address has used up its failed attempts. */
-  refuseIfBlocked(request: FastifyRequest): Promise<void>;
-  /** Counts one failed authentication for the caller's address. */
+  /** Counts one failed authentication for the caller's address; throws 429 past the limit. */
   recordFailure(request: FastifyRequest): Promise<void>;
 }
 
@@ -45,9 +44,9 @@ export function installAuthFailureGuard(
   }
 
   return {
-    async refuseIfBlocked(request) {
-      const state = await checker()(request, { increment: false });
-      if (!state.isAllowed && state.remaining === 0) {
+    async recordFailure(request) {
+      const state = await checker()(request);
+      if (!state.isAllowed && state.isExceeded) {
         const retryAfter = Math.max(1, state.ttlInSeconds);
         throw gatewayError(
           'too_many_authentication_failures',
@@ -55,9 +54,6 @@ export function installAuthFailureGuard(
           { headers: { 'retry-after': String(retryAfter) } },
         );
       }
-    },
-    async recordFailure(request) {
-      await checker()(request);
     },
   };
 }

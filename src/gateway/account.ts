@@ -2,6 +2,7 @@
 // account routes describe the whole shared upstream account and would leak other tenants' activity.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { successEnvelope } from '../maxai/envelope.ts';
+import { gatewayRouteOf, tenantOf } from './request-context.ts';
 import type { TenantConfig } from '../config/schema.ts';
 import type { UsageMeter } from '../usage/meter.ts';
 
@@ -22,10 +23,11 @@ export function tenantKeysView(tenant: TenantConfig) {
 
 export function createAccountHandler(usage: UsageMeter, now: () => number) {
   return async function answerAccountLocally(request: FastifyRequest, reply: FastifyReply) {
-    const tenant = request.caller?.tenant;
-    const route = request.routeOptions.config.gatewayRoute;
-    if (tenant === undefined || route === undefined) throw new Error('account handler before authentication');
-    const data = route.id === 'account.keys' ? tenantKeysView(tenant) : await usage.report(tenant.id, now());
+    const tenant = tenantOf(request);
+    const data =
+      gatewayRouteOf(request).id === 'account.keys'
+        ? tenantKeysView(tenant)
+        : await usage.report(tenant.id, now());
     return reply.type('application/json').send(successEnvelope(data));
   };
 }

@@ -3,13 +3,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
 import type { AuthFailureGuard } from '../auth/failure-guard.ts';
 import type { TenantDirectory } from '../auth/tenant-directory.ts';
-import { routeNotFound } from '../errors/error-handler.ts';
 import { GatewayError, gatewayError } from '../errors/registry.ts';
 import {
   GATEWAY_ROUTES,
   allowedMethodsByPath,
-  canonicalTarget,
-  isUuid,
   upstreamPath,
   type GatewayRoute,
 } from '../routing/route-table.ts';
@@ -25,6 +22,8 @@ import { validateRequestBody } from '../validation/validate-request.ts';
 import type { UsageMeter } from '../usage/meter.ts';
 import { recordExchangeUsage } from '../usage/record.ts';
 import { createAccountHandler } from './account.ts';
+import { gatewayRouteOf, requestIdParam, tenantOf } from './request-context.ts';
+import { admitRequestTarget, assertCanonicalTarget } from './request-target.ts';
 import { chargeTenantLimits } from './limits.ts';
 
 export interface CredentialSource {
@@ -45,37 +44,6 @@ export interface GatewayRoutesOptions {
 
 const ALL_METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'];
 
-function gatewayRouteOf(request: FastifyRequest): GatewayRoute {
-  const route = request.routeOptions.config.gatewayRoute;
-  if (route === undefined) throw new Error('gateway hook on a route without gatewayRoute config');
-  return route;
-}
-
-function requestIdParam(request: FastifyRequest): string | undefined {
-  return (request.params as { requestId?: string }).requestId;
-}
-
-/**
- * Admits only the exact canonical request target: no percent-encoding, query string, `;` parameter,
- * case change, absolute form or other spelling that the router might normalise into a known route.
- */
-async function admitRequestTarget(request: FastifyRequest): Promise<void> {
-  const route = gatewayRouteOf(request);
-  const requestId = requestIdParam(request);
-  if (route.hasRequestId && (requestId === undefined || !isUuid(requestId))) throw routeNotFound();
-  if (request.raw.url !== canonicalTarget(route, requestId)) throw routeNotFound();
-  if (route.method !== 'POST') {
-    const hasBody =
-      request.headers['transfer-encoding'] !== undefined ||
-      Number(request.headers['content-length'] ?? 0) > 0;
-    if (hasBody) throw gatewayError('body_not_allowed', `${route.method} requests must not carry a body`);
-  }
-  const encoding = request.headers['content-encoding'];
-  if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
-    throw gatewayError('unsupported_media_type', 'compressed request bodies are not accepted');
-  }
-}
-
 function addDeprecationHeaders(route: GatewayRoute) {
   const link = `<${route.successorPath ?? route.path}>; rel="successor-version"`;
   return async (_request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
@@ -86,11 +54,11 @@ function addDeprecationHeaders(route: GatewayRoute) {
 
 export function registerGatewayRoutes(app: FastifyInstance, options: GatewayRoutesOptions): void {
   const authenticate = async (request: FastifyRequest) => {
-    await options.authFailures.refuseIfBlocked(request);
     try {
       request.caller = options.tenants().authenticate(request.headers.authorization, options.now());
     } catch (error) {
-      // A wrong or expired key is a guess; a missing one is not, and must not lock out a shared address.
+      // A wrong or expired key is a guess and counts; a missing one is not. Past the address's limit,
+      // recordFailure answers 429 in place of the 401.
       if (error instanceof GatewayError && error.code !== 'missing_api_key') {
         await options.authFailures.recordFailure(request);
       }
@@ -142,10 +110,8 @@ export function registerGatewayRoutes(app: FastifyInstance, options: GatewayRout
 
   async function chargeLimits(request: FastifyRequest, reply: FastifyReply) {
     const route = gatewayRouteOf(request);
-    const tenant = request.caller?.tenant;
-    if (tenant === undefined) throw new Error('limits charged before authentication');
     const body = route.method === 'POST' ? parsedJsonBody(request).value : undefined;
-    reply.headers(await chargeTenantLimits(options.limiter, tenant, route.id, body));
+    reply.headers(await chargeTenantLimits(options.limiter, tenantOf(request), route.id, body));
   }
 
   const enforcePolicy = createPolicyHook(options.metrics);
@@ -192,10 +158,13 @@ export function registerGatewayRoutes(app: FastifyInstance, options: GatewayRout
 
   for (const [path, allowed] of allowedMethodsByPath(GATEWAY_ROUTES)) {
     const allowHeader = allowed.join(', ');
+    const target = { path, hasRequestId: path.includes(':requestId') };
     app.route({
       method: ALL_METHODS.filter((method) => !allowed.includes(method as GatewayRoute['method'])),
       url: path,
       handler: async (request) => {
+        // A target that names no route is 404 whatever the method, as for the allowed ones.
+        assertCanonicalTarget(request, target);
         throw gatewayError(
           'method_not_allowed',
           `${request.method} is not allowed here; use ${allowHeader}`,

@@ -11,6 +11,7 @@ import type { GatewayRoute } from '../routing/route-table.ts';
 import { parsedJsonBody } from '../validation/json-body.ts';
 import { ensureRequestId } from './request-id.ts';
 import type { OwnershipStore, SubmissionResponse } from './store.ts';
+import { gatewayRouteOf, tenantOf } from '../gateway/request-context.ts';
 
 export const IDEMPOTENT_REPLAYED_HEADER = 'idempotent-replayed';
 // The upstream may have accepted the submission: the tenant keeps the id and may poll it.
@@ -23,10 +24,7 @@ export interface OwnershipHooksOptions {
 }
 
 function callerAndRoute(request: FastifyRequest): { tenant: TenantConfig; route: GatewayRoute } {
-  const tenant = request.caller?.tenant;
-  const route = request.routeOptions.config.gatewayRoute;
-  if (tenant === undefined || route === undefined) throw new Error('ownership checked before authentication');
-  return { tenant, route };
+  return { tenant: tenantOf(request), route: gatewayRouteOf(request) };
 }
 
 function submissionOf(reply: FastifyReply, payload: unknown): SubmissionResponse | undefined {

@@ -10,6 +10,7 @@ import { applyPolicy } from './apply-policy.ts';
 import { POLICY_HEADER, formatPolicyHeader } from './header.ts';
 import { isRejection, type PolicyOutcome, type PolicyRoute } from './outcome.ts';
 import { recordPolicyActions } from './record-actions.ts';
+import { gatewayRouteOf, tenantOf } from '../gateway/request-context.ts';
 
 /** The policy's part of the request log line: rule and action words only, never request values. */
 export function policyLogFields(outcome: PolicyOutcome): Record<string, string> {
@@ -28,11 +29,10 @@ export function policyLogFields(outcome: PolicyOutcome): Record<string, string> 
 
 export function createPolicyHook(metrics: Pick<GatewayMetrics, 'policyActions'>) {
   return async function enforcePolicy(request: FastifyRequest, reply: FastifyReply): Promise<void> {
-    const route = request.routeOptions.config.gatewayRoute?.id;
-    const tenant = request.caller?.tenant;
-    if (tenant === undefined || (route !== 'images.create' && route !== 'videos.create')) {
-      throw new Error('policy applied outside an authenticated create route');
-    }
+    const route = gatewayRouteOf(request).id;
+    const tenant = tenantOf(request);
+    if (route !== 'images.create' && route !== 'videos.create')
+      throw new Error('policy applied outside a create route');
     const body = parsedJsonBody(request);
     const outcome = applyPolicy(tenant.policy, route satisfies PolicyRoute, body.value);
     recordPolicyActions(metrics, tenant.id, outcome);

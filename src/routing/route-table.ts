@@ -61,7 +61,10 @@ export function isUuid(value: string): boolean {
 }
 
 /** The canonical request target of a route; the client's raw target must equal it byte for byte. */
-export function canonicalTarget(route: GatewayRoute, requestId: string | undefined): string {
+export function canonicalTarget(
+  route: Pick<GatewayRoute, 'path' | 'hasRequestId'>,
+  requestId: string | undefined,
+): string {
   return route.hasRequestId ? route.path.replace(':requestId', requestId ?? '') : route.path;
 }
 

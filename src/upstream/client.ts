@@ -19,7 +19,10 @@ export interface UpstreamResponse {
 
 export interface UpstreamClient {
   send(request: UpstreamRequest): Promise<UpstreamResponse>;
+  /** Waits for exchanges in flight, then closes the connections. */
   close(): Promise<void>;
+  /** Aborts exchanges in flight at once: for a shutdown whose drain deadline has passed. */
+  destroy(): Promise<void>;
 }
 
 export interface UpstreamClientOptions {
@@ -99,5 +102,6 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
       }
     },
     close: () => pool.close(),
+    destroy: () => pool.destroy(),
   };
 }

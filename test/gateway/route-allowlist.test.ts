@@ -63,6 +63,17 @@ describe('request targets that are not in the table get 404 route_not_found', ()
     expect(harness.simulator.received).toEqual([]);
   });
 
+  test.each([
+    ['PUT', '/v1/images/generations/not-a-uuid'],
+    ['PATCH', '/v1/account/keys?x=1'],
+  ])('with a method the path does not allow, too: %s %s', async (method, target) => {
+    const response = await sendRaw(harness.url, method, target, {
+      authorization: `Bearer ${harness.keys.beta}`,
+    });
+    expect(response.status).toBe(404);
+    expect(JSON.parse(response.body)).toEqual(NOT_FOUND);
+  });
+
   test('an absolute-form request target', async () => {
     const target = `${harness.simulator.url}/v1/account/keys`;
     const response = await sendRaw(harness.url, 'GET', target, {

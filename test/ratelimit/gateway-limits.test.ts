@@ -74,6 +74,12 @@ describe('one replica, memory store', () => {
     expect(harness.simulator.received.length).toBe(received);
   });
 
+  test('a duration too large to count exactly can never pass as a small cost', async () => {
+    const response = await post(harness, '/v1/videos/generations', '{"duration":99999999999999999999}');
+    expect(response.status).toBe(403);
+    expect(((await response.json()) as { error: { code: string } }).error.code).toBe('cost_exceeds_limit');
+  });
+
   test('exhaustion: 429 rate_limited with Retry-After, and nothing reaches the upstream', async () => {
     const statuses: number[] = [];
     for (let i = 0; i < 4; i++) {

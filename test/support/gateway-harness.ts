@@ -132,6 +132,10 @@ tenants:
       await upstream.close();
       await store.close();
       await simulator.close();
+      // Every suite that uses the harness also proves that no key or token reached its logs.
+      const logged = logLines.join('');
+      const secrets = [alpha.key, beta.key, gamma.key, expired.key, ...Object.values(UPSTREAM_TOKENS)];
+      if (secrets.some((secret) => logged.includes(secret))) throw new Error('a key or token was logged');
     },
   };
 }

@@ -1,0 +1,34 @@
+// Admission of a request target (contract section 3), before authentication and before any body is
+// read. Fastify's router decodes percent-encodings and accepts spellings that name no route (see
+// docs/architecture.md), so only the exact canonical target of the matched route is admitted.
+import type { FastifyRequest } from 'fastify';
+import { routeNotFound } from '../errors/error-handler.ts';
+import { gatewayError } from '../errors/registry.ts';
+import { canonicalTarget, isUuid, type GatewayRoute } from '../routing/route-table.ts';
+import { gatewayRouteOf, requestIdParam } from './request-context.ts';
+
+/** 404 route_not_found unless the raw target is byte for byte the canonical path of `route`. */
+export function assertCanonicalTarget(
+  request: FastifyRequest,
+  route: Pick<GatewayRoute, 'path' | 'hasRequestId'>,
+): void {
+  const requestId = requestIdParam(request);
+  if (route.hasRequestId && (requestId === undefined || !isUuid(requestId))) throw routeNotFound();
+  if (request.raw.url !== canonicalTarget(route, requestId)) throw routeNotFound();
+}
+
+/** The canonical target, no body on GET/DELETE, and no compressed body. */
+export async function admitRequestTarget(request: FastifyRequest): Promise<void> {
+  const route = gatewayRouteOf(request);
+  assertCanonicalTarget(request, route);
+  if (route.method !== 'POST') {
+    const hasBody =
+      request.headers['transfer-encoding'] !== undefined ||
+      Number(request.headers['content-length'] ?? 0) > 0;
+    if (hasBody) throw gatewayError('body_not_allowed', `${route.method} requests must not carry a body`);
+  }
+  const encoding = request.headers['content-encoding'];
+  if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
+    throw gatewayError('unsupported_media_type', 'compressed request bodies are not accepted');
+  }
+}
