@@ -9,7 +9,7 @@ import { buildApp } from './app.ts';
 import { createTenantDirectory } from './auth/tenant-directory.ts';
 import { createCredentialStore } from './config/credentials.ts';
 import { ConfigError, loadConfig } from './config/load.ts';
-import { assertTenantsReloadable, watchConfig } from './config/reload.ts';
+import { assertTenantsReloadable, sectionsNeedingRestart, watchConfig } from './config/reload.ts';
 import { createMetrics } from './observability/metrics.ts';
 import { startSimulator } from './simulator/server.ts';
 import { openStore } from './store/from-config.ts';
@@ -35,7 +35,9 @@ async function orExitOnConfigError<T>(step: () => Promise<T>): Promise<T> {
   }
 }
 
-const config = await orExitOnConfigError(() => loadConfig(configPath, process.env));
+// The environment as it was at start-up: a reload reads the file again, never a changed environment.
+const startupEnv = Object.freeze({ ...process.env });
+const config = await orExitOnConfigError(() => loadConfig(configPath, startupEnv));
 const logger = pino({ level: process.env.LOG_LEVEL ?? config.logging.level, base: { service: 'gengate' } });
 const credentials = await orExitOnConfigError(() =>
   createCredentialStore(config.upstream.credentials, { baseDir: dirname(configPath), logger }),
@@ -65,10 +67,13 @@ let tenants = createTenantDirectory(config.tenants);
 // authenticated as. Everything else in the file needs a restart (see docs/configuration.md).
 const configWatcher = watchConfig({
   path: configPath,
-  load: () => loadConfig(configPath, process.env),
+  load: () => loadConfig(configPath, startupEnv),
   onReload: (next) => {
     assertTenantsReloadable(next, credentials);
     tenants = createTenantDirectory(next.tenants);
+    const restartOnly = sectionsNeedingRestart(config, next);
+    if (restartOnly.length > 0)
+      logger.warn({ sections: restartOnly }, 'changes outside tenants apply on restart');
   },
   logger,
   metrics,

@@ -120,3 +120,10 @@ export function assertTenantsReloadable(
     );
   }
 }
+
+/** The top-level sections, other than tenants, that differ between two configurations. */
+export function sectionsNeedingRestart(running: GatewayConfig, next: GatewayConfig): string[] {
+  return (Object.keys(running) as (keyof GatewayConfig)[]).filter(
+    (section) => section !== 'tenants' && JSON.stringify(running[section]) !== JSON.stringify(next[section]),
+  );
+}

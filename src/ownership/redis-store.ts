@@ -5,6 +5,7 @@
 // back once the store answers. Neither mode ever lets a tenant reach an id the gateway cannot tie to it.
 import { gatewayError } from '../errors/registry.ts';
 import { createStoreBreaker } from '../ratelimit/circuit-breaker.ts';
+import type { ObserveStore } from '../ratelimit/metrics.ts';
 import {
   DEFAULT_STORE_PROBE_INTERVAL_MS,
   STORE_UNAVAILABLE_RETRY_AFTER_SECONDS,
@@ -45,6 +46,7 @@ export interface RedisOwnershipStoreOptions {
   failMode: StoreFailMode;
   ttlMs: number;
   logger: StoreLogger;
+  observeStore?: ObserveStore;
   probeIntervalMs?: number;
 }
 
@@ -115,9 +117,13 @@ export function createRedisOwnershipStore(options: RedisOwnershipStoreOptions): 
 
   async function attempt<T>(run: () => Promise<T>): Promise<Attempt<T>> {
     if (breaker.open) return { ok: false };
+    const started = performance.now();
     try {
-      return { ok: true, value: await withDeadline(run(), commandTimeoutMs) };
+      const value = await withDeadline(run(), commandTimeoutMs);
+      options.observeStore?.('ownership', (performance.now() - started) / 1000, false);
+      return { ok: true, value };
     } catch (error) {
+      options.observeStore?.('ownership', (performance.now() - started) / 1000, true);
       if (breaker.trip()) {
         logger.warn(
           { err: error instanceof Error ? error.message : String(error) },

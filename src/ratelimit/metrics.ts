@@ -19,7 +19,10 @@ export type LimitDecisionLabel =
   | 'fallback_rate_limited'
   | 'fallback_not_charged';
 
-export type StoreOperation = 'rate_limit_check' | 'ping';
+export type StoreOperation = 'rate_limit_check' | 'ping' | 'ownership' | 'usage_flush' | 'usage_read';
+
+/** Where a store user reports each round trip: gengate_store_operation_duration_seconds and _errors_total. */
+export type ObserveStore = (operation: StoreOperation, seconds: number, failed: boolean) => void;
 
 export type RateLimitMetrics = ReturnType<typeof createRateLimitMetrics>;
 
@@ -55,10 +58,10 @@ export function createRateLimitMetrics(registry: Registry) {
         decisions.inc({ tenant: tenantId, limit: request.id, decision: labelFor(decision, index, request) });
       }
     },
-    observeStore(operation: StoreOperation, seconds: number, failed: boolean): void {
+    observeStore: ((operation, seconds, failed) => {
       storeDuration.observe({ operation }, seconds);
       if (failed) storeErrors.inc({ operation });
-    },
+    }) satisfies ObserveStore,
     setDegraded(degraded: boolean): void {
       storeDegraded.set(degraded ? 1 : 0);
     },

@@ -71,6 +71,7 @@ export async function openStore(
     connection,
     commandTimeoutMs: store.redis.commandTimeoutMs,
     logger: deps.logger,
+    observeStore: metrics.observeStore,
   });
   const ownership = createRedisOwnershipStore({
     connection,
@@ -78,6 +79,7 @@ export async function openStore(
     failMode: store.failMode,
     ttlMs: store.ownershipTtlSeconds * 1000,
     logger: deps.logger,
+    observeStore: metrics.observeStore,
   });
   return {
     limiter,

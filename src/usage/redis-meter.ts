@@ -4,6 +4,7 @@
 // yet flushed when the replica stops. A reported cost is counted once per request id across replicas.
 import type { FastifyBaseLogger } from 'fastify';
 import { gatewayError } from '../errors/registry.ts';
+import type { ObserveStore } from '../ratelimit/metrics.ts';
 import { defineScript, tenantKey, withDeadline, type RedisConnection } from '../store/redis.ts';
 import {
   addDeltas,
@@ -44,6 +45,7 @@ export interface RedisUsageMeterOptions {
   connection: RedisConnection;
   commandTimeoutMs: number;
   logger: Pick<FastifyBaseLogger, 'warn'>;
+  observeStore?: ObserveStore;
   flushIntervalMs?: number;
 }
 
@@ -62,6 +64,7 @@ export function createRedisUsageMeter(options: RedisUsageMeterOptions): UsageMet
   let failing = false;
 
   function noteFailure(error: unknown): void {
+    options.observeStore?.('usage_flush', 0, true);
     if (!failing) logger.warn({ err: (error as Error).message }, 'usage flush failed; keeping increments');
     failing = true;
   }
@@ -137,12 +140,15 @@ export function createRedisUsageMeter(options: RedisUsageMeterOptions): UsageMet
       const month = utcMonth(nowMs);
       const keys = [usageKey(tenantId, month), usageKey(tenantId, 'lifetime')] as const;
       let stored: Record<string, string>[];
+      const started = performance.now();
       try {
         stored = await withDeadline(
           Promise.all(keys.map((key) => connection.hgetall(key))),
           commandTimeoutMs,
         );
+        options.observeStore?.('usage_read', (performance.now() - started) / 1000, false);
       } catch (error) {
+        options.observeStore?.('usage_read', (performance.now() - started) / 1000, true);
         throw gatewayError('store_unavailable', 'usage is unavailable while the store is; retry shortly', {
           headers: { 'retry-after': '1' },
           cause: error,

@@ -4,8 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config/load.ts';
-import { watchConfig, type ConfigWatcher, type ConfigWatcherOptions } from '../../src/config/reload.ts';
+import { ConfigError, loadConfig, parseConfigText } from '../../src/config/load.ts';
+import {
+  sectionsNeedingRestart,
+  watchConfig,
+  type ConfigWatcher,
+  type ConfigWatcherOptions,
+} from '../../src/config/reload.ts';
 import type { GatewayConfig } from '../../src/config/schema.ts';
 import { createMetrics } from '../../src/observability/metrics.ts';
 import { waitFor } from './wait-for.ts';
@@ -188,5 +193,15 @@ describe('watchConfig', () => {
     pending[1]!(config);
     expect(await second).toBe('success');
     expect(applied).toHaveLength(2);
+  });
+});
+
+describe('sectionsNeedingRestart', () => {
+  it('names every changed section except tenants, which a reload applies', async () => {
+    const parse = (text: string) => parseConfigText(text, { env: {}, baseDir: tmpdir() });
+    const running = await parse('server: { port: 8080 }\nstore: { kind: memory }\ntenants: []\n');
+    const next = await parse('server: { port: 8081 }\nstore: { kind: memory }\ntenants: []\n');
+    expect(sectionsNeedingRestart(running, next)).toEqual(['server']);
+    expect(sectionsNeedingRestart(running, running)).toEqual([]);
   });
 });
