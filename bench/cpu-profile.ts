@@ -1,0 +1,78 @@
+// Reads a V8 .cpuprofile (node --cpu-prof) and ranks where the time went: by function (self time) and by
+// origin (gengate's folders, each dependency, Node's internals), so a profile can be summarised in text.
+import { readFileSync } from 'node:fs';
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+}
+
+interface CpuProfile {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+export interface SelfTime {
+  name: string;
+  selfPercent: number;
+}
+
+export interface ProfileSummary {
+  totalMs: number;
+  topFunctions: SelfTime[];
+  byOrigin: SelfTime[];
+}
+
+const MICROSECONDS_PER_MILLISECOND = 1_000;
+const DEPENDENCY = /node_modules\/((?:@[^/]+\/)?[^/]+)/;
+const SOURCE_FOLDER = /\/(src|bench)\/([^/]+)/;
+const PROJECT_FILE_URL = /^file:\/\/.*?\/(src|bench)\//;
+
+function originOf(url: string, functionName: string): string {
+  if (url === '') return functionName.startsWith('(') ? functionName : '(native)';
+  if (url.startsWith('node:')) return 'node internals';
+  const dependency = DEPENDENCY.exec(url)?.[1];
+  if (dependency !== undefined) return dependency;
+  const folder = SOURCE_FOLDER.exec(url);
+  if (folder !== null) return `${folder[1]!}/${folder[2]!}`;
+  return url;
+}
+
+function shortLocation(url: string, lineNumber: number): string {
+  if (url === '') return '';
+  const path = DEPENDENCY.test(url)
+    ? url.slice(url.lastIndexOf('node_modules/') + 'node_modules/'.length)
+    : url.replace(PROJECT_FILE_URL, '$1/');
+  return ` ${path}:${lineNumber + 1}`;
+}
+
+function ranked(times: Map<string, number>, total: number, count: number): SelfTime[] {
+  return [...times]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, count)
+    .map(([name, time]) => ({ name, selfPercent: (100 * time) / total }));
+}
+
+export function summariseCpuProfile(file: string, topCount: number): ProfileSummary {
+  const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
+  const nodes = new Map(profile.nodes.map((node) => [node.id, node]));
+  const byFunction = new Map<string, number>();
+  const byOrigin = new Map<string, number>();
+  let total = 0;
+  profile.samples.forEach((nodeId, index) => {
+    const delta = profile.timeDeltas[index] ?? 0;
+    const frame = nodes.get(nodeId)?.callFrame;
+    if (frame === undefined) return;
+    total += delta;
+    const name = `${frame.functionName === '' ? '(anonymous)' : frame.functionName}${shortLocation(frame.url, frame.lineNumber)}`;
+    byFunction.set(name, (byFunction.get(name) ?? 0) + delta);
+    const origin = originOf(frame.url, frame.functionName);
+    byOrigin.set(origin, (byOrigin.get(origin) ?? 0) + delta);
+  });
+  return {
+    totalMs: total / MICROSECONDS_PER_MILLISECOND,
+    topFunctions: ranked(byFunction, total, topCount),
+    byOrigin: ranked(byOrigin, total, topCount),
+  };
+}

@@ -1,0 +1,132 @@
+// gengate with every feature on: a configuration file written for the run (one tenant, a policy that
+// leaves the benchmark body untouched, two rate limits on the run's Redis, metrics, info-level logs to a
+// file) and the process started from the very Node that runs the benchmark.
+import { createHash, randomInt } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { stringify } from 'yaml';
+import { PROXY_CORE, freePort, spawnPinned, waitUntil, type BenchProcess } from './processes.ts';
+
+const START_TIMEOUT_MS = 15_000;
+const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+const TENANT_KEY_RANDOM_CHARACTERS = 40;
+const TENANT_KEY_PREFIX_LENGTH = 8;
+// A million units a second: beyond any run on loopback, so every request pays for the Redis round trip
+// and none is refused, yet within the limiter's exact arithmetic (limit × window <= 2^52 µs).
+const LIMIT_WINDOW_SECONDS = 60;
+const UNREACHABLE_LIMIT = 60_000_000;
+const UPSTREAM_TOKEN_ENV = 'BENCH_UPSTREAM_TOKEN';
+const GENGATE_MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+
+export interface BenchGengate {
+  process: BenchProcess;
+  port: number;
+  adminPort: number;
+  /** The Authorization header of the benchmark tenant. */
+  authorization: string;
+  logFile: string;
+}
+
+function newTenantKey(): string {
+  let key = 'ggk_';
+  for (let index = 0; index < TENANT_KEY_RANDOM_CHARACTERS; index++)
+    key += BASE62.charAt(randomInt(BASE62.length));
+  return key;
+}
+
+function configFor(options: {
+  port: number;
+  adminPort: number;
+  upstreamUrl: string;
+  redisUrl: string;
+  key: string;
+}) {
+  return {
+    server: { host: '127.0.0.1', port: options.port },
+    admin: { host: '127.0.0.1', port: options.adminPort },
+    logging: { level: 'info', prompts: false },
+    upstream: { baseUrl: options.upstreamUrl, credentials: { shared: { env: UPSTREAM_TOKEN_ENV } } },
+    store: { kind: 'redis', redis: { url: options.redisUrl }, failMode: 'open' },
+    tenants: [
+      {
+        id: 'bench',
+        credential: 'shared',
+        keys: [
+          {
+            sha256: createHash('sha256').update(options.key).digest('hex'),
+            prefix: options.key.slice(0, TENANT_KEY_PREFIX_LENGTH),
+            label: 'bench',
+          },
+        ],
+        // Every rule is present and the benchmark body satisfies each one, so nothing is rewritten.
+        policy: {
+          mode: 'enforce',
+          safetyLevel: { minimum: 'medium', onViolation: 'raise' },
+          samples: { maximum: 4, onViolation: 'clamp' },
+          steps: { maximum: 30, onViolation: 'clamp' },
+          models: { allow: ['vendor@*'] },
+          scanResults: { require: true },
+          outputTypes: ['url'],
+          video: { enabled: true, maxDurationSeconds: 10 },
+        },
+        limits: [
+          {
+            id: 'images',
+            routes: ['images.create'],
+            cost: 'samples',
+            limit: UNREACHABLE_LIMIT,
+            windowSeconds: 60,
+          },
+          {
+            id: 'requests',
+            routes: ['*'],
+            cost: 'requests',
+            limit: UNREACHABLE_LIMIT,
+            windowSeconds: LIMIT_WINDOW_SECONDS,
+          },
+        ],
+      },
+    ],
+  };
+}
+
+async function isReady(adminPort: number): Promise<boolean> {
+  try {
+    const response = await fetch(`http://127.0.0.1:${adminPort}/readyz`);
+    await response.arrayBuffer();
+    return response.ok;
+  } catch {
+    return false;
+  }
+}
+
+export async function startGengate(options: {
+  workDir: string;
+  upstreamUrl: string;
+  redisUrl: string;
+  /** Extra Node flags, e.g. --cpu-prof. */
+  nodeFlags?: readonly string[];
+  name?: string;
+}): Promise<BenchGengate> {
+  const [port, adminPort] = [await freePort(), await freePort()];
+  const key = newTenantKey();
+  const name = options.name ?? 'gengate';
+  const configFile = join(options.workDir, `${name}.yaml`);
+  const logFile = join(options.workDir, `${name}.log`);
+  writeFileSync(
+    configFile,
+    stringify(
+      configFor({ port, adminPort, upstreamUrl: options.upstreamUrl, redisUrl: options.redisUrl, key }),
+    ),
+  );
+  const gengate = spawnPinned(
+    name,
+    PROXY_CORE,
+    process.execPath,
+    [...(options.nodeFlags ?? []), GENGATE_MAIN, '--config', configFile],
+    { env: { ...process.env, [UPSTREAM_TOKEN_ENV]: 'bench-upstream-token' }, stdoutFile: logFile },
+  );
+  await waitUntil(`${name} to be ready`, () => isReady(adminPort), START_TIMEOUT_MS, gengate);
+  return { process: gengate, port, adminPort, authorization: `Bearer ${key}`, logFile };
+}

@@ -1,0 +1,74 @@
+// The command line of `npm run bench`: how long, how often and what else to measure.
+import { parseArgs } from 'node:util';
+
+export const DEFAULT_DURATION_SECONDS = 10;
+export const DEFAULT_ROUNDS = 3;
+export const DEFAULT_WARMUP_SECONDS = 3;
+// Enough concurrency to keep one core busy through the proxy's queueing, not so much that wrk's own core
+// spends its time juggling sockets.
+export const DEFAULT_CONNECTIONS = 50;
+export const DEFAULT_FIXED_RATE_PER_SECOND = 2_000;
+export const DEFAULT_SOAK_SAMPLE_SECONDS = 5;
+
+// --smoke: proves the whole pipeline runs (every process, every measurement) in a few seconds, for CI.
+const SMOKE_DURATION_SECONDS = 1;
+const SMOKE_FIXED_RATE_PER_SECOND = 200;
+
+export interface BenchOptions {
+  durationSeconds: number;
+  rounds: number;
+  warmupSeconds: number;
+  connections: number;
+  fixedRatePerSecond: number;
+  /** 0: no soak. */
+  soakSeconds: number;
+  soakSampleSeconds: number;
+  profile: boolean;
+  smoke: boolean;
+}
+
+const USAGE = `usage: npm run bench -- [--duration S] [--rounds N] [--warmup S] [--connections N] [--rate R]
+                        [--soak S] [--profile] [--smoke]`;
+
+function wholeNumber(name: string, text: string | undefined, fallback: number): number {
+  if (text === undefined) return fallback;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < 0) throw new Error(`--${name} must be a whole number\n${USAGE}`);
+  return value;
+}
+
+export function parseBenchOptions(argv: readonly string[]): BenchOptions {
+  const { values } = parseArgs({
+    args: [...argv],
+    strict: true,
+    options: {
+      duration: { type: 'string' },
+      rounds: { type: 'string' },
+      warmup: { type: 'string' },
+      connections: { type: 'string' },
+      rate: { type: 'string' },
+      soak: { type: 'string' },
+      profile: { type: 'boolean', default: false },
+      smoke: { type: 'boolean', default: false },
+    },
+  });
+  const smoke = values.smoke;
+  return {
+    durationSeconds: wholeNumber(
+      'duration',
+      values.duration,
+      smoke ? SMOKE_DURATION_SECONDS : DEFAULT_DURATION_SECONDS,
+    ),
+    rounds: Math.max(1, wholeNumber('rounds', values.rounds, smoke ? 1 : DEFAULT_ROUNDS)),
+    warmupSeconds: wholeNumber('warmup', values.warmup, smoke ? 0 : DEFAULT_WARMUP_SECONDS),
+    connections: Math.max(1, wholeNumber('connections', values.connections, DEFAULT_CONNECTIONS)),
+    fixedRatePerSecond: Math.max(
+      1,
+      wholeNumber('rate', values.rate, smoke ? SMOKE_FIXED_RATE_PER_SECOND : DEFAULT_FIXED_RATE_PER_SECOND),
+    ),
+    soakSeconds: wholeNumber('soak', values.soak, 0),
+    soakSampleSeconds: DEFAULT_SOAK_SAMPLE_SECONDS,
+    profile: values.profile,
+    smoke,
+  };
+}

@@ -1,0 +1,111 @@
+// Medians over rounds, the ratios the performance issue sets targets for, and the printed tables.
+import { median, type Measurement } from './measure.ts';
+
+export interface TargetSummary {
+  id: string;
+  label: string;
+  requestsPerSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  p999Ms: number;
+  peakRssMb: number;
+  /** Summed over rounds: anything but 0 makes the row suspect. */
+  failures: number;
+  rounds: Measurement[];
+}
+
+export function summarise(id: string, label: string, rounds: Measurement[]): TargetSummary {
+  const medianOf = (pick: (round: Measurement) => number) => median(rounds.map(pick));
+  return {
+    id,
+    label,
+    requestsPerSecond: medianOf((round) => round.requestsPerSecond),
+    p50Ms: medianOf((round) => round.p50Ms),
+    p99Ms: medianOf((round) => round.p99Ms),
+    p999Ms: medianOf((round) => round.p999Ms),
+    peakRssMb: medianOf((round) => round.peakRssMb),
+    failures: rounds.reduce((total, round) => total + round.failures, 0),
+    rounds,
+  };
+}
+
+/** Columns padded to their widest cell; the first left-aligned, the others right-aligned. */
+export function formatTable(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  const widths = header.map((title, column) =>
+    Math.max(title.length, ...rows.map((row) => (row[column] ?? '').length)),
+  );
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!)))
+      .join('  ');
+  return [line(header), line(widths.map((width) => '-'.repeat(width))), ...rows.map(line)].join('\n');
+}
+
+export const fixed = (value: number, digits: number): string =>
+  Number.isFinite(value) ? value.toFixed(digits) : 'n/a';
+
+export function throughputTable(summaries: readonly TargetSummary[]): string {
+  return formatTable(
+    ['target', 'req/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'RSS MB', 'failures'],
+    summaries.map((row) => [
+      row.label,
+      fixed(row.requestsPerSecond, 0),
+      fixed(row.p50Ms, 3),
+      fixed(row.p99Ms, 3),
+      fixed(row.p999Ms, 3),
+      fixed(row.peakRssMb, 1),
+      String(row.failures),
+    ]),
+  );
+}
+
+export function fixedRateTable(summaries: readonly TargetSummary[], directP99Ms: number): string {
+  return formatTable(
+    ['target', 'achieved/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'added p99 ms', 'failures'],
+    summaries.map((row) => [
+      row.label,
+      fixed(row.requestsPerSecond, 0),
+      fixed(row.p50Ms, 3),
+      fixed(row.p99Ms, 3),
+      fixed(row.p999Ms, 3),
+      row.id === 'direct' ? '-' : fixed(row.p99Ms - directP99Ms, 3),
+      String(row.failures),
+    ]),
+  );
+}
+
+export interface TargetCheck {
+  target: string;
+  measured: string;
+  met: boolean;
+}
+
+export function checkTargets(figures: {
+  gengateOverBare: number;
+  gengateAddedP99Ms: number;
+  gengatePeakRssMb: number;
+  storeRoundTripsPerRequest: number;
+}): TargetCheck[] {
+  return [
+    {
+      target: 'gengate / bare-proxy req/s >= 1.0',
+      measured: fixed(figures.gengateOverBare, 2),
+      met: figures.gengateOverBare >= 1,
+    },
+    {
+      target: 'added p99 over direct at the fixed rate <= 1 ms',
+      measured: `${fixed(figures.gengateAddedP99Ms, 3)} ms`,
+      met: figures.gengateAddedP99Ms <= 1,
+    },
+    {
+      target: 'RSS under load <= 150 MB',
+      measured: `${fixed(figures.gengatePeakRssMb, 1)} MB`,
+      met: figures.gengatePeakRssMb <= 150,
+    },
+    {
+      target: 'one store round trip per request',
+      measured: fixed(figures.storeRoundTripsPerRequest, 2),
+      met: Math.abs(figures.storeRoundTripsPerRequest - 1) < 0.05,
+    },
+  ];
+}

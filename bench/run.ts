@@ -1,0 +1,368 @@
+// `npm run bench`: the gateway's benchmark (issue 7). On loopback, one static upstream and the same
+// image submission sent straight to it, through a bare @fastify/http-proxy, through gengate with every
+// feature on, and through nginx when installed; throughput and latency at a fixed rate, interleaved
+// rounds, medians. Prints tables and writes bench/results/<timestamp>.json. See docs/performance.md.
+import {
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { summariseCpuProfile, type ProfileSummary } from './cpu-profile.ts';
+import { startGengate, type BenchGengate } from './gengate.ts';
+import { startBareProxy, startNginx, startStaticUpstream } from './baselines.ts';
+import { wrkPath } from './load.ts';
+import { measure, type Measurement, type Target } from './measure.ts';
+import { parseBenchOptions, type BenchOptions } from './options.ts';
+import { pinningNote, type BenchProcess } from './processes.ts';
+import { startRedis } from './redis.ts';
+import {
+  checkTargets,
+  fixed,
+  fixedRateTable,
+  formatTable,
+  summarise,
+  throughputTable,
+  type TargetSummary,
+} from './report.ts';
+import { SUBMISSION_BODY, SUBMISSION_PATH, SUBMISSION_RESPONSE } from './request-body.ts';
+import { runSoak, type SoakResult } from './soak.ts';
+import { countStoreTrips, type StoreTrips } from './store-trips.ts';
+
+const RESULTS_DIR = fileURLToPath(new URL('results/', import.meta.url));
+const STORE_TRIP_REQUESTS = 1_000;
+const SMOKE_STORE_TRIP_REQUESTS = 50;
+// The fixed-rate runs need only enough connections to cover the latency at that rate.
+const FIXED_RATE_CONNECTIONS = 16;
+const PROFILE_TOP_FUNCTIONS = 25;
+
+const print = (text = ''): void => {
+  process.stdout.write(`${text}\n`);
+};
+const loadAverage = (): string =>
+  loadavg()
+    .map((value) => value.toFixed(2))
+    .join(' ');
+
+async function assertAnswersLikeUpstream(target: Target): Promise<void> {
+  const response = await fetch(`${target.url}${SUBMISSION_PATH}`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      ...(target.authorization === undefined ? {} : { authorization: target.authorization }),
+    },
+    body: SUBMISSION_BODY,
+  });
+  const body = await response.text();
+  if (response.status !== 200 || body !== SUBMISSION_RESPONSE) {
+    throw new Error(`${target.label} answered ${response.status} ${body}, not the upstream's answer`);
+  }
+  const policy = response.headers.get('gengate-policy');
+  if (policy !== null) throw new Error(`${target.label} rewrote the benchmark body: ${policy}`);
+}
+
+/** Every target once per round, in an order that rotates so none always runs first or last. */
+async function interleavedRounds(
+  phase: string,
+  targets: readonly Target[],
+  options: BenchOptions,
+  run: (target: Target) => Promise<Measurement>,
+): Promise<Map<string, Measurement[]>> {
+  const byTarget = new Map<string, Measurement[]>(targets.map((target) => [target.id, []]));
+  for (let round = 0; round < options.rounds; round++) {
+    print(`${phase}, round ${round + 1}/${options.rounds} (load average ${loadAverage()})`);
+    for (let step = 0; step < targets.length; step++) {
+      const target = targets[(round + step) % targets.length]!;
+      const result = await run(target);
+      byTarget.get(target.id)!.push(result);
+      print(
+        `  ${target.label.padEnd(22)} ${fixed(result.requestsPerSecond, 0).padStart(7)} req/s  ` +
+          `p50 ${fixed(result.p50Ms, 3)}  p99 ${fixed(result.p99Ms, 3)}  p99.9 ${fixed(result.p999Ms, 3)} ms  ` +
+          `RSS ${fixed(result.peakRssMb, 1)} MB${result.failures > 0 ? `  FAILURES ${result.failures}` : ''}`,
+      );
+    }
+  }
+  return byTarget;
+}
+
+function summaries(targets: readonly Target[], results: Map<string, Measurement[]>): TargetSummary[] {
+  return targets.map((target) => summarise(target.id, target.label, results.get(target.id) ?? []));
+}
+
+async function profileGengate(
+  options: BenchOptions,
+  context: { workDir: string; upstreamUrl: string; redisUrl: string; bodyFile: string; stamp: string },
+  started: BenchProcess[],
+): Promise<ProfileSummary> {
+  const profileDir = join(context.workDir, 'profile');
+  const profiled = await startGengate({
+    workDir: context.workDir,
+    upstreamUrl: context.upstreamUrl,
+    redisUrl: context.redisUrl,
+    nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`],
+    name: 'gengate-profiled',
+  });
+  started.push(profiled.process);
+  print(`profiling gengate for ${options.durationSeconds} s (load average ${loadAverage()})`);
+  await measure(gengateTarget(profiled), {
+    bodyFile: context.bodyFile,
+    connections: options.connections,
+    durationSeconds: options.durationSeconds,
+  });
+  // The profile is written when the process exits after SIGTERM.
+  await profiled.process.stop();
+  const file = readdirSync(profileDir).find((name) => name.endsWith('.cpuprofile'));
+  if (file === undefined) throw new Error('gengate wrote no CPU profile');
+  const kept = join(RESULTS_DIR, `${context.stamp}-gengate.cpuprofile`);
+  copyFileSync(join(profileDir, file), kept);
+  print(`CPU profile kept in ${kept}`);
+  return summariseCpuProfile(kept, PROFILE_TOP_FUNCTIONS);
+}
+
+function gengateTarget(gengate: BenchGengate): Target {
+  return {
+    id: 'gengate',
+    label: 'gengate (all features)',
+    url: `http://127.0.0.1:${gengate.port}`,
+    pid: gengate.process.pid,
+    authorization: gengate.authorization,
+  };
+}
+
+function averageLogLineBytes(logFile: string): number {
+  const text = readFileSync(logFile, 'utf8');
+  const lines = text.split('\n').filter((line) => line !== '').length;
+  return lines === 0 ? Number.NaN : Buffer.byteLength(text) / lines;
+}
+
+function printProfile(profile: ProfileSummary): void {
+  print(`\nCPU profile of gengate under load (${fixed(profile.totalMs / 1000, 1)} s sampled), self time:`);
+  print(
+    formatTable(
+      ['function', 'self %'],
+      profile.topFunctions.map((row) => [row.name, fixed(row.selfPercent, 1)]),
+    ),
+  );
+  print('\nby origin:');
+  print(
+    formatTable(
+      ['origin', 'self %'],
+      profile.byOrigin.map((row) => [row.name, fixed(row.selfPercent, 1)]),
+    ),
+  );
+}
+
+function printSoak(soak: SoakResult): void {
+  print(`\nsoak: ${soak.seconds} s at ${fixed(soak.requestsPerSecond, 0)} req/s, ${soak.failures} failures`);
+  print(
+    `  RSS ${soak.samples.map((sample) => fixed(sample.rssMb, 0)).join(' ')} MB\n` +
+      `  RSS growth after warm-up ${fixed(soak.rssGrowthMb, 1)} MB (slope ${fixed(soak.rssSlopeMbPerMinute, 2)} MB/min), ` +
+      `heap used growth ${fixed(soak.heapGrowthMb, 1)} MB`,
+  );
+}
+
+async function main(): Promise<void> {
+  const options = parseBenchOptions(process.argv.slice(2));
+  wrkPath();
+  const stamp = new Date().toISOString().replaceAll(':', '-');
+  const workDir = mkdtempSync(join(tmpdir(), 'gengate-bench-'));
+  const bodyFile = join(workDir, 'request.json');
+  writeFileSync(bodyFile, SUBMISSION_BODY);
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  const started: BenchProcess[] = [];
+  try {
+    print(
+      `gengate benchmark: ${pinningNote()}; ${availableParallelism()} cores (${cpus()[0]?.model ?? '?'})`,
+    );
+    print(`Node ${process.version}; load average ${loadAverage()}; body ${SUBMISSION_BODY.length} bytes`);
+    const redis = await startRedis();
+    started.push(redis.process);
+    const upstream = await startStaticUpstream();
+    started.push(upstream.process);
+    const upstreamUrl = `http://127.0.0.1:${upstream.port}`;
+    const bare = await startBareProxy(upstreamUrl);
+    started.push(bare.process);
+    const gengate = await startGengate({ workDir, upstreamUrl, redisUrl: redis.url });
+    started.push(gengate.process);
+    const nginx = await startNginx(workDir, upstream.port);
+    if (nginx !== undefined) started.push(nginx.process);
+
+    const targets: Target[] = [
+      { id: 'direct', label: 'direct (upstream)', url: upstreamUrl, pid: upstream.process.pid },
+      {
+        id: 'bare-proxy',
+        label: 'bare @fastify/http-proxy',
+        url: `http://127.0.0.1:${bare.port}`,
+        pid: bare.process.pid,
+      },
+      gengateTarget(gengate),
+      ...(nginx === undefined
+        ? []
+        : [{ id: 'nginx', label: 'nginx', url: `http://127.0.0.1:${nginx.port}`, pid: nginx.process.pid }]),
+    ];
+    if (nginx === undefined) print('nginx not installed: its row is left out');
+    for (const target of targets) await assertAnswersLikeUpstream(target);
+
+    if (options.warmupSeconds > 0) {
+      print(`warming up each target for ${options.warmupSeconds} s`);
+      for (const target of targets) {
+        await measure(target, {
+          bodyFile,
+          connections: options.connections,
+          durationSeconds: options.warmupSeconds,
+        });
+      }
+    }
+    const throughput = summaries(
+      targets,
+      await interleavedRounds(
+        `throughput (${options.connections} connections, ${options.durationSeconds} s)`,
+        targets,
+        options,
+        (target) =>
+          measure(target, {
+            bodyFile,
+            connections: options.connections,
+            durationSeconds: options.durationSeconds,
+          }),
+      ),
+    );
+    const fixedRate = summaries(
+      targets,
+      await interleavedRounds(
+        `fixed rate (${options.fixedRatePerSecond} req/s, ${options.durationSeconds} s)`,
+        targets,
+        options,
+        (target) =>
+          measure(target, {
+            bodyFile,
+            connections: FIXED_RATE_CONNECTIONS,
+            durationSeconds: options.durationSeconds,
+            ratePerSecond: options.fixedRatePerSecond,
+          }),
+      ),
+    );
+    const storeTrips: StoreTrips = await countStoreTrips({
+      redisPort: redis.port,
+      url: `${gengateTarget(gengate).url}${SUBMISSION_PATH}`,
+      authorization: gengate.authorization,
+      requests: options.smoke ? SMOKE_STORE_TRIP_REQUESTS : STORE_TRIP_REQUESTS,
+    });
+    const soak =
+      options.soakSeconds > 0
+        ? await runSoak({
+            pid: gengate.process.pid,
+            adminPort: gengate.adminPort,
+            seconds: options.soakSeconds,
+            sampleSeconds: options.soakSampleSeconds,
+            load: {
+              url: `${gengateTarget(gengate).url}${SUBMISSION_PATH}`,
+              authorization: gengate.authorization,
+              bodyFile,
+              connections: options.connections,
+            },
+          })
+        : undefined;
+    const profile = options.profile
+      ? await profileGengate(options, { workDir, upstreamUrl, redisUrl: redis.url, bodyFile, stamp }, started)
+      : undefined;
+
+    const row = (rows: TargetSummary[], id: string) => rows.find((summary) => summary.id === id);
+    const directP99 = row(fixedRate, 'direct')?.p99Ms ?? Number.NaN;
+    const gengateThroughput = row(throughput, 'gengate')!;
+    const ratios = {
+      gengateOverBareRequestsPerSecond:
+        gengateThroughput.requestsPerSecond /
+        (row(throughput, 'bare-proxy')?.requestsPerSecond ?? Number.NaN),
+      gengateOverNginxRequestsPerSecond:
+        gengateThroughput.requestsPerSecond / (row(throughput, 'nginx')?.requestsPerSecond ?? Number.NaN),
+      addedP99MsAtFixedRate: Object.fromEntries(
+        fixedRate
+          .filter((summary) => summary.id !== 'direct')
+          .map((summary) => [summary.id, summary.p99Ms - directP99]),
+      ),
+    };
+    const checks = checkTargets({
+      gengateOverBare: ratios.gengateOverBareRequestsPerSecond,
+      gengateAddedP99Ms: ratios.addedP99MsAtFixedRate.gengate ?? Number.NaN,
+      gengatePeakRssMb: gengateThroughput.peakRssMb,
+      storeRoundTripsPerRequest: storeTrips.roundTripsPerRequest,
+    });
+    const logLineBytes = averageLogLineBytes(gengate.logFile);
+
+    print(
+      `\nthroughput: medians of ${options.rounds} rounds of ${options.durationSeconds} s, ${options.connections} connections`,
+    );
+    print(throughputTable(throughput));
+    print(
+      `\nfixed rate ${options.fixedRatePerSecond} req/s: medians of ${options.rounds} rounds, ${FIXED_RATE_CONNECTIONS} connections`,
+    );
+    print(fixedRateTable(fixedRate, directP99));
+    print(
+      `\ngengate / bare-proxy req/s: ${fixed(ratios.gengateOverBareRequestsPerSecond, 2)}; ` +
+        `gengate / nginx req/s: ${fixed(ratios.gengateOverNginxRequestsPerSecond, 2)}`,
+    );
+    print(
+      `Redis round trips per gengate request: ${fixed(storeTrips.roundTripsPerRequest, 2)} over ` +
+        `${storeTrips.requests} requests; sent ${JSON.stringify(storeTrips.roundTrips)}, ` +
+        `run inside scripts ${JSON.stringify(storeTrips.inScripts)}`,
+    );
+    print(`gengate log: ${fixed(logLineBytes, 0)} bytes per line on average`);
+    if (soak !== undefined) printSoak(soak);
+    if (profile !== undefined) printProfile(profile);
+    print('\ntargets (issue 7):');
+    print(
+      formatTable(
+        ['target', 'measured', 'met'],
+        checks.map((check) => [check.target, check.measured, check.met ? 'yes' : 'NO']),
+      ),
+    );
+
+    const resultFile = join(RESULTS_DIR, `${stamp}.json`);
+    writeFileSync(
+      resultFile,
+      `${JSON.stringify(
+        {
+          startedAt: stamp,
+          node: process.version,
+          cpu: cpus()[0]?.model,
+          cores: availableParallelism(),
+          pinning: pinningNote(),
+          loadAverageAtEnd: loadavg(),
+          options,
+          requestBodyBytes: SUBMISSION_BODY.length,
+          throughput,
+          fixedRate: {
+            ratePerSecond: options.fixedRatePerSecond,
+            connections: FIXED_RATE_CONNECTIONS,
+            targets: fixedRate,
+          },
+          ratios,
+          storeTrips,
+          logLineBytes,
+          checks,
+          ...(soak === undefined ? {} : { soak }),
+          ...(profile === undefined ? {} : { profile }),
+        },
+        null,
+        2,
+      )}\n`,
+    );
+    print(`\nresults written to ${resultFile}`);
+  } finally {
+    await Promise.all(started.map((child) => child.stop()));
+    rmSync(workDir, { recursive: true, force: true });
+  }
+}
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  // The exit handler in processes.ts stops every child.
+  process.once(signal, () => process.exit(1));
+}
+await main();
