@@ -72,3 +72,20 @@ export async function chargeTenantLimits(
       });
   }
 }
+
+/**
+ * The headers of the tenant's limits as they stand, charging nothing: for an idempotent replay, and for
+ * an authenticated request refused before its charge (validation, policy, ownership), which still gets
+ * the rate-limit headers of contract section 8. Nothing when the store cannot say exactly.
+ */
+export async function peekTenantLimits(
+  limiter: RateLimiter,
+  tenant: TenantConfig,
+  route: RouteId,
+  body: Record<string, unknown> | undefined,
+): Promise<Record<string, string>> {
+  const limits = applicableLimits(tenant, route, body).map((limit) => ({ ...limit, cost: 0 }));
+  if (limits.length === 0) return {};
+  const decision = await limiter.check(tenant.id, limits, { peek: true });
+  return decision.outcome === 'admitted' ? rateLimitHeaders(decision) : {};
+}

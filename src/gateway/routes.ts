@@ -3,7 +3,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
 import type { AuthFailureGuard } from '../auth/failure-guard.ts';
 import type { TenantDirectory } from '../auth/tenant-directory.ts';
-import { GatewayError, gatewayError } from '../errors/registry.ts';
+import { GatewayError, gatewayError, type ErrorCode } from '../errors/registry.ts';
 import {
   GATEWAY_ROUTES,
   allowedMethodsByPath,
@@ -24,7 +24,7 @@ import { recordExchangeUsage } from '../usage/record.ts';
 import { createAccountHandler } from './account.ts';
 import { gatewayRouteOf, requestIdParam, tenantOf } from './request-context.ts';
 import { admitRequestTarget, assertCanonicalTarget } from './request-target.ts';
-import { chargeTenantLimits } from './limits.ts';
+import { chargeTenantLimits, peekTenantLimits } from './limits.ts';
 
 export interface CredentialSource {
   get(name: string): string;
@@ -41,6 +41,10 @@ export interface GatewayRoutesOptions {
   metrics: GatewayMetrics;
   now: () => number;
 }
+
+// Refusals that already carry the limiter's own headers (a cost beyond every capacity is decided without
+// the store, so its 403 gets the standing headers like any other refusal).
+const LIMITER_REFUSALS = new Set<ErrorCode>(['rate_limited', 'store_unavailable']);
 
 const ALL_METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'];
 
@@ -114,6 +118,17 @@ export function registerGatewayRoutes(app: FastifyInstance, options: GatewayRout
     reply.headers(await chargeTenantLimits(options.limiter, tenantOf(request), route.id, body));
   }
 
+  // An authenticated request refused before its charge still shows its limits (contract section 8);
+  // refusals by the limiter carry their own headers, and a charged request already has them.
+  async function showLimitsOnRefusal(request: FastifyRequest, reply: FastifyReply, error: Error) {
+    if (request.caller === undefined || reply.hasHeader('ratelimit-policy')) return;
+    if (error instanceof GatewayError && LIMITER_REFUSALS.has(error.code)) return;
+    const route = gatewayRouteOf(request);
+    const body =
+      route.method === 'POST' && request.body !== undefined ? parsedJsonBody(request).value : undefined;
+    reply.headers(await peekTenantLimits(options.limiter, request.caller.tenant, route.id, body));
+  }
+
   const enforcePolicy = createPolicyHook(options.metrics);
   const ownership = createOwnershipHooks({ store: options.ownership, limiter: options.limiter });
   // A create is validated, judged by the tenant's policy, its requestId claimed, then charged; a request
@@ -142,6 +157,7 @@ export function registerGatewayRoutes(app: FastifyInstance, options: GatewayRout
       onRequest: [admitRequestTarget, authenticate],
       ...(route.method === 'POST' ? { preValidation: validateRequestBody } : {}),
       preHandler: preHandlerFor(route),
+      onError: showLimitsOnRefusal,
       onResponse: countServedRequest,
       onSend: [
         ...(route.method === 'POST' ? [ownership.settleClaim] : []),

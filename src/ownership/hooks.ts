@@ -4,8 +4,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { TenantConfig } from '../config/schema.ts';
 import { gatewayError } from '../errors/registry.ts';
-import { applicableLimits } from '../gateway/limits.ts';
-import { rateLimitHeaders } from '../ratelimit/headers.ts';
+import { peekTenantLimits } from '../gateway/limits.ts';
 import type { RateLimiter } from '../ratelimit/types.ts';
 import type { GatewayRoute } from '../routing/route-table.ts';
 import { parsedJsonBody } from '../validation/json-body.ts';
@@ -46,15 +45,9 @@ export function createOwnershipHooks(options: OwnershipHooksOptions) {
   const { store, limiter } = options;
 
   /** A replay is not charged; it still shows the tenant's limits, as they stand, when the store can say. */
-  async function unchargedLimitHeaders(request: FastifyRequest): Promise<Record<string, string>> {
+  function unchargedLimitHeaders(request: FastifyRequest): Promise<Record<string, string>> {
     const { tenant, route } = callerAndRoute(request);
-    const limits = applicableLimits(tenant, route.id, parsedJsonBody(request).value).map((limit) => ({
-      ...limit,
-      cost: 0,
-    }));
-    if (limits.length === 0) return {};
-    const decision = await limiter.check(tenant.id, limits);
-    return decision.outcome === 'admitted' ? rateLimitHeaders(decision) : {};
+    return peekTenantLimits(limiter, tenant, route.id, parsedJsonBody(request).value);
   }
 
   async function claimRequestId(

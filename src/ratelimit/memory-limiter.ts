@@ -44,9 +44,9 @@ export function createMemoryRateLimiter(options: MemoryRateLimiterOptions = {}):
   }
 
   return {
-    check(tenantId, limits) {
+    check(tenantId, limits, checkOptions) {
       const decision = decideNow(tenantId, limits);
-      options.metrics?.recordDecision(tenantId, decision, limits);
+      if (checkOptions?.peek !== true) options.metrics?.recordDecision(tenantId, decision, limits);
       return Promise.resolve(decision);
     },
     degraded: false,

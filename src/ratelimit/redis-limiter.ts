@@ -154,9 +154,9 @@ export function createRedisRateLimiter(options: RedisRateLimiterOptions): RateLi
   }
 
   return {
-    async check(tenantId, limits) {
+    async check(tenantId, limits, checkOptions) {
       const decision = await decideNow(tenantId, limits);
-      metrics.recordDecision(tenantId, decision, limits);
+      if (checkOptions?.peek !== true) metrics.recordDecision(tenantId, decision, limits);
       return decision;
     },
     get degraded() {

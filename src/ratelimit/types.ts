@@ -39,7 +39,15 @@ export interface RateDecision {
 }
 
 export interface RateLimiter {
-  check(tenantId: string, limits: readonly LimitRequest[]): Promise<RateDecision>;
+  /**
+   * Decides and charges. With `peek` (every cost 0) it only reads where the limits stand, and the decision
+   * is not counted in gengate_rate_limit_decisions_total.
+   */
+  check(
+    tenantId: string,
+    limits: readonly LimitRequest[],
+    options?: { peek?: boolean },
+  ): Promise<RateDecision>;
   /** True while the shared store is failing and decisions come from the fallback (or are refused). */
   readonly degraded: boolean;
   close(): Promise<void>;

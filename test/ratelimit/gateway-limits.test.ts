@@ -58,11 +58,20 @@ describe('one replica, memory store', () => {
     expect(next.headers.get('ratelimit')).toBe('"requests";r=3;t=24');
   });
 
+  test('a request refused by validation shows the limits as they stand, and is charged nothing', async () => {
+    const refused = await post(harness, '/v1/images/generations', '{"samples":21}');
+    expect(refused.status).toBe(400);
+    // As after the two requests above: nothing was charged for this one.
+    expect(refused.headers.get('ratelimit')).toMatch(/^"images";r=8;t=\d+, "requests";r=3;t=\d+$/);
+    expect(refused.headers.get('x-ratelimit-remaining')).toBe('3');
+  });
+
   test('a cost larger than the whole limit: 403 cost_exceeds_limit without Retry-After', async () => {
     const received = harness.simulator.received.length;
     const response = await post(harness, '/v1/videos/generations', '{"duration":21}');
     expect(response.status).toBe(403);
     expect(response.headers.get('retry-after')).toBeNull();
+    expect(response.headers.get('ratelimit-policy')).toBe('"requests";q=5;w=60, "video-seconds";q=20;w=3600');
     expect(await response.json()).toEqual({
       status: 403,
       error: {
