@@ -1,6 +1,6 @@
 // Opens what `store` in the configuration asks for: the rate limiter, the usage meter and request
-// ownership, in this process
-// (`memory`, one replica) or on one shared Redis connection (`redis`). The caller closes it.
+// ownership, in this process (`memory`, one replica) or on one shared Redis connection (`redis`).
+// The caller closes it.
 import type { FastifyBaseLogger } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { GatewayConfig } from '../config/schema.ts';
@@ -13,7 +13,7 @@ import { createRedisRateLimiter } from '../ratelimit/redis-limiter.ts';
 import type { RateLimiter } from '../ratelimit/types.ts';
 import { createMemoryUsageMeter, type UsageMeter } from '../usage/meter.ts';
 import { createRedisUsageMeter } from '../usage/redis-meter.ts';
-import { createRedisConnection, waitUntilConnected, type RedisConnection } from './redis.ts';
+import { createRedisConnection, waitUntilConnected } from './redis.ts';
 
 // Start-up only: long enough for a healthy Redis, short enough that a dead one does not hold the
 // process (fail-open replicas serve from the fallback; fail-closed ones stay not ready).
@@ -23,8 +23,6 @@ export interface GatewayStore {
   limiter: RateLimiter;
   usage: UsageMeter;
   ownership: OwnershipStore;
-  /** The shared connection, for other store users; undefined for `memory`. */
-  connection: RedisConnection | undefined;
   close(): Promise<void>;
 }
 
@@ -41,7 +39,6 @@ export async function openStore(
       limiter,
       usage,
       ownership,
-      connection: undefined,
       close: async () => {
         await Promise.all([limiter.close(), usage.close(), ownership.close()]);
       },
@@ -85,7 +82,6 @@ export async function openStore(
     limiter,
     usage,
     ownership,
-    connection,
     async close() {
       await Promise.all([limiter.close(), usage.close(), ownership.close()]);
       connection.disconnect();

@@ -122,7 +122,7 @@ async function run(ruleCase: RuleCase) {
       headers: { authorization: `Bearer ${harness.keys.alpha}`, 'content-type': 'application/json' },
       body: sent,
     });
-    const answer = (await response.json());
+    const answer = await response.json();
     if ('rejected' in ruleCase.expect) {
       const { message, param } = ruleCase.expect.rejected;
       expect(response.status).toBe(403);
