@@ -1,18 +1,9 @@
 // Contract section 4: who may call, and what every refusal looks like. A refused caller never reaches
 // the upstream, and no log line ever carries a key or a token.
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
-import { startGatewayHarness, UPSTREAM_TOKENS, type GatewayHarness } from '../support/gateway-harness.ts';
+import { describe, expect, test } from 'vitest';
+import { useGatewayHarness, UPSTREAM_TOKENS } from '../support/gateway-harness.ts';
 
-let harness: GatewayHarness;
-beforeAll(async () => {
-  harness = await startGatewayHarness();
-});
-afterAll(async () => {
-  await harness.close();
-});
-beforeEach(() => {
-  harness.simulator.clearReceived();
-});
+const harness = useGatewayHarness();
 
 function envelope(code: string, message: string) {
   return { status: 401, error: { code, type: 'authentication_error', message } };

@@ -1,13 +1,8 @@
 // The spine of the gateway: each allowlisted route reaches the upstream with the tenant's upstream
 // token in place of its gengate key, with the body unchanged and only allowlisted headers.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
-import {
-  sentWithAssignedRequestId,
-  startGatewayHarness,
-  UPSTREAM_TOKENS,
-  type GatewayHarness,
-} from '../support/gateway-harness.ts';
+import { describe, expect, test } from 'vitest';
+import { sentWithAssignedRequestId, useGatewayHarness, UPSTREAM_TOKENS } from '../support/gateway-harness.ts';
 import { sendRaw } from '../support/raw-http.ts';
 
 // Everything the upstream may see: built by the gateway, never copied from the client.
@@ -22,16 +17,7 @@ const FORWARDED_HEADERS = new Set([
   'content-length',
 ]);
 
-let harness: GatewayHarness;
-beforeAll(async () => {
-  harness = await startGatewayHarness();
-});
-afterAll(async () => {
-  await harness.close();
-});
-beforeEach(() => {
-  harness.simulator.clearReceived();
-});
+const harness = useGatewayHarness();
 
 function call(
   method: string,

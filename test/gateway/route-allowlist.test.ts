@@ -1,20 +1,11 @@
 // Contract section 3: only the seven routes exist. Every other spelling of a path, however close to a
 // real one, is refused before authentication matters and before anything reaches the upstream.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
-import { startGatewayHarness, type GatewayHarness } from '../support/gateway-harness.ts';
+import { describe, expect, test } from 'vitest';
+import { useGatewayHarness } from '../support/gateway-harness.ts';
 import { sendRaw } from '../support/raw-http.ts';
 
-let harness: GatewayHarness;
-beforeAll(async () => {
-  harness = await startGatewayHarness();
-});
-afterAll(async () => {
-  await harness.close();
-});
-beforeEach(() => {
-  harness.simulator.clearReceived();
-});
+const harness = useGatewayHarness();
 
 const ID = randomUUID();
 const NOT_FOUND = {

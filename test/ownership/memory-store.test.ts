@@ -2,8 +2,8 @@
 // requestId, a repeat by its owner is replayed (not forwarded, not charged), and no tenant reaches another
 // tenant's request, even when both share one upstream credential.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
-import { startGatewayHarness, type GatewayHarness } from '../support/gateway-harness.ts';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { startGatewayHarness, useGatewayHarness, type GatewayHarness } from '../support/gateway-harness.ts';
 import { waitFor } from '../support/redis-server.ts';
 import {
   callRequest,
@@ -20,17 +20,7 @@ const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f
 // 10 requests per 60 s: each one takes 6 s of room.
 const LIMITS = "[{ id: requests, routes: ['*'], cost: requests, limit: 10, windowSeconds: 60 }]";
 
-let harness: GatewayHarness;
-beforeAll(async () => {
-  harness = await startGatewayHarness({ alphaLimitsYaml: LIMITS });
-});
-afterAll(async () => {
-  await harness.close();
-});
-beforeEach(() => {
-  harness.simulator.clearReceived();
-  harness.simulator.faults.clear();
-});
+const harness = useGatewayHarness({ alphaLimitsYaml: LIMITS });
 
 describe('requestId of a create', () => {
   test('assigned when absent: forwarded appended to the body, and answered to the client', async () => {

@@ -2,6 +2,7 @@
 // own, and a gateway built by buildApp with three tenants (alpha and gamma share the upstream credential
 // `shared`), listening on port 0. Logs are captured.
 import { Writable } from 'node:stream';
+import { afterAll, beforeAll, beforeEach } from 'vitest';
 import pino from 'pino';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.ts';
@@ -170,4 +171,29 @@ export function sentWithAssignedRequestId(
     Buffer.from(`${separator}"requestId":"${assigned}"`),
     sentBytes.subarray(end),
   ]);
+}
+
+/**
+ * One harness for the whole test file: started before its first test, closed after its last, with the
+ * simulator's record and faults emptied before each test. The returned object stands for the harness
+ * once it has started.
+ */
+export function useGatewayHarness(options: HarnessOptions = {}): GatewayHarness {
+  let started: GatewayHarness | undefined;
+  beforeAll(async () => {
+    started = await startGatewayHarness(options);
+  });
+  afterAll(async () => {
+    await started?.close();
+  });
+  beforeEach(() => {
+    started?.simulator.clearReceived();
+    started?.simulator.faults.clear();
+  });
+  return new Proxy({} as GatewayHarness, {
+    get(_target, property) {
+      if (started === undefined) throw new Error('the harness is used outside a test');
+      return Reflect.get(started, property) as unknown;
+    },
+  });
 }

@@ -2,8 +2,8 @@
 // type, with null, and every enum value. A refused body never reaches the upstream; an accepted one
 // reaches it byte for byte.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
-import { startGatewayHarness, type GatewayHarness } from '../support/gateway-harness.ts';
+import { describe, expect, test } from 'vitest';
+import { useGatewayHarness } from '../support/gateway-harness.ts';
 import {
   GENEROUS_UPSTREAM_REQUESTS_PER_MINUTE,
   IMAGES,
@@ -14,16 +14,7 @@ import {
   postJson,
 } from './validation-client.ts';
 
-let harness: GatewayHarness;
-beforeAll(async () => {
-  harness = await startGatewayHarness({ simulatorRequestsPerMinute: GENEROUS_UPSTREAM_REQUESTS_PER_MINUTE });
-});
-afterAll(async () => {
-  await harness.close();
-});
-beforeEach(() => {
-  harness.simulator.clearReceived();
-});
+const harness = useGatewayHarness({ simulatorRequestsPerMinute: GENEROUS_UPSTREAM_REQUESTS_PER_MINUTE });
 
 /** `{"dimensions":{"width":127}}` from `dimensions.width` and `127`, the value kept as raw JSON text. */
 function bodyWith(path: string, valueJson: string): string {

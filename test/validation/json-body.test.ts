@@ -1,8 +1,8 @@
 // Contract section 5: one strict, lossless parse. Bodies the gateway and the upstream could read two
 // ways (duplicate names, odd encodings, prototype tricks) are refused with 400 invalid_json before
 // anything is forwarded; an accepted body reaches the upstream byte for byte.
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
-import { startGatewayHarness, type GatewayHarness } from '../support/gateway-harness.ts';
+import { describe, expect, test } from 'vitest';
+import { useGatewayHarness } from '../support/gateway-harness.ts';
 import {
   GENEROUS_UPSTREAM_REQUESTS_PER_MINUTE,
   IMAGES,
@@ -13,16 +13,7 @@ import {
   postJson,
 } from './validation-client.ts';
 
-let harness: GatewayHarness;
-beforeAll(async () => {
-  harness = await startGatewayHarness({ simulatorRequestsPerMinute: GENEROUS_UPSTREAM_REQUESTS_PER_MINUTE });
-});
-afterAll(async () => {
-  await harness.close();
-});
-beforeEach(() => {
-  harness.simulator.clearReceived();
-});
+const harness = useGatewayHarness({ simulatorRequestsPerMinute: GENEROUS_UPSTREAM_REQUESTS_PER_MINUTE });
 
 const NOT_UTF8_JSON = 'the request body is not valid UTF-8 JSON';
 

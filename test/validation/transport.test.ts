@@ -2,8 +2,8 @@
 // before the whole body is read (by Content-Length and while streaming), and no body on GET or DELETE.
 // Every refusal is proven never to have reached the upstream.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
-import { startGatewayHarness, type GatewayHarness } from '../support/gateway-harness.ts';
+import { describe, expect, test } from 'vitest';
+import { useGatewayHarness } from '../support/gateway-harness.ts';
 import { sendRaw } from '../support/raw-http.ts';
 import { answerToUnfinishedUpload } from './unfinished-upload.ts';
 import {
@@ -17,16 +17,7 @@ import {
 
 const BODY_LIMIT_BYTES = 1024;
 
-let harness: GatewayHarness;
-beforeAll(async () => {
-  harness = await startGatewayHarness({ bodyLimitBytes: BODY_LIMIT_BYTES });
-});
-afterAll(async () => {
-  await harness.close();
-});
-beforeEach(() => {
-  harness.simulator.clearReceived();
-});
+const harness = useGatewayHarness({ bodyLimitBytes: BODY_LIMIT_BYTES });
 
 const TOO_LARGE = errorBody(413, 'payload_too_large', 'the request body is larger than this gateway accepts');
 const NOT_JSON = errorBody(415, 'unsupported_media_type', 'request bodies must be application/json');

@@ -1,9 +1,9 @@
 // Contract section 5, videos.create: duration required and an integer, dimensions one of the published
 // sizes, and the same requestId, model and seed rules as images. Refused bodies never reach the upstream.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { VIDEO_SIZES } from '../../src/maxai/schemas.ts';
-import { startGatewayHarness, type GatewayHarness } from '../support/gateway-harness.ts';
+import { useGatewayHarness } from '../support/gateway-harness.ts';
 import {
   GENEROUS_UPSTREAM_REQUESTS_PER_MINUTE,
   VIDEOS,
@@ -14,16 +14,7 @@ import {
   postJson,
 } from './validation-client.ts';
 
-let harness: GatewayHarness;
-beforeAll(async () => {
-  harness = await startGatewayHarness({ simulatorRequestsPerMinute: GENEROUS_UPSTREAM_REQUESTS_PER_MINUTE });
-});
-afterAll(async () => {
-  await harness.close();
-});
-beforeEach(() => {
-  harness.simulator.clearReceived();
-});
+const harness = useGatewayHarness({ simulatorRequestsPerMinute: GENEROUS_UPSTREAM_REQUESTS_PER_MINUTE });
 
 const PUBLISHED_SIZES = VIDEO_SIZES.map(({ width, height }) => `${width}x${height}`).join(', ');
 
