@@ -47,7 +47,7 @@ tenants:
 
 afterAll(async () => {
   for (const replica of replicas) {
-    replica.child.kill('SIGTERM');
+    replica.signal('SIGTERM');
     await replica.exited;
   }
   await simulator.close();

@@ -49,7 +49,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  gateway.child.kill('SIGTERM');
+  gateway.signal('SIGTERM');
   expect(await gateway.exited).toBe(0);
 });
 

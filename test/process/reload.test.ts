@@ -44,7 +44,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  gateway.child.kill('SIGTERM');
+  gateway.signal('SIGTERM');
   await gateway.exited;
   await simulator.close();
 });
@@ -83,7 +83,7 @@ test('a reload under load applies whole, to the next requests, and an invalid fi
   );
   await waitFor(() => seen.length >= 20);
   await writeFile(configPath, configWith(2, [firstKey, addedKey]));
-  gateway.child.kill('SIGHUP');
+  gateway.signal('SIGHUP');
   await waitFor(() => reloads('success') >= 1);
   reloaded = true;
   await load;
@@ -98,7 +98,7 @@ test('a reload under load applies whole, to the next requests, and an invalid fi
   expect((await createWith(addedKey.key)).status).toBe(200);
 
   await writeFile(configPath, 'tenants: [ { id: "Not Valid" } ]\n');
-  gateway.child.kill('SIGHUP');
+  gateway.signal('SIGHUP');
   await waitFor(() => reloads('error') >= 1);
   expect(await createWith(firstKey.key)).toEqual({ status: 200, policy: before.clampedTo2 });
   const metrics = await (await fetch(`${gateway.adminUrl}/metrics`)).text();

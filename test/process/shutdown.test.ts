@@ -50,7 +50,7 @@ tenants:
     body: '{}',
   });
   await waitFor(() => simulator.received.length === 1);
-  gateway.child.kill('SIGTERM');
+  gateway.signal('SIGTERM');
   await waitFor(() => gateway.lines.some((line) => line.msg === 'draining'));
   expect((await fetch(`${gateway.adminUrl}/readyz`)).status).toBe(503);
 

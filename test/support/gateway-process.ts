@@ -5,6 +5,8 @@ import { createInterface } from 'node:readline';
 
 export interface GatewayProcess {
   child: ChildProcessWithoutNullStreams;
+  /** Signals the gateway, also through a wrapper such as faketime, which forks rather than execs. */
+  signal(name: NodeJS.Signals): void;
   gatewayUrl: string;
   adminUrl: string;
   lines: Record<string, unknown>[];
@@ -29,7 +31,9 @@ export async function startGatewayProcess(
 ): Promise<GatewayProcess> {
   // process.execPath is the Node 24 that runs this test, not the system's.
   const command = [...wrapper, process.execPath, 'src/main.ts', '--config', configPath];
+  // Its own process group, so a signal reaches the gateway under any wrapper.
   const child = spawn(command[0]!, command.slice(1), {
+    detached: true,
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
@@ -50,6 +54,9 @@ export async function startGatewayProcess(
   const readyLine = await ready;
   return {
     child,
+    signal(name) {
+      if (child.pid !== undefined) process.kill(-child.pid, name);
+    },
     gatewayUrl: urlOf(readyLine.gateway as ListenAddress),
     adminUrl: urlOf(readyLine.admin as ListenAddress),
     lines,
