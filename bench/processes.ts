@@ -3,8 +3,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, openSync, closeSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import { delimiter, join } from 'node:path';
+export { freePort } from '../test/support/free-port.ts';
 
 /** wrk and the helpers (upstream, Redis) share this core; the proxy under test has the other alone. */
 export const LOAD_CORE = 0;
@@ -121,19 +122,6 @@ export function pinningNote(): string {
   return canPin
     ? `proxy on core ${PROXY_CORE}; load generator, upstream and Redis on core ${LOAD_CORE}`
     : 'not pinned (taskset missing or fewer than 2 cores): figures are not comparable with pinned runs';
-}
-
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) =>
-    server.close(() => {
-      resolve();
-    }),
-  );
-  if (address === null || typeof address === 'string') throw new Error('no port assigned');
-  return address.port;
 }
 
 function portAccepts(port: number): Promise<boolean> {

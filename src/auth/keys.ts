@@ -4,7 +4,7 @@ import { TENANT_KEY_PREFIX } from '../config/schema.ts';
 
 const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 const KEY_RANDOM_CHARACTERS = 40;
-export const KEY_PREFIX_LENGTH = 8;
+const KEY_PREFIX_LENGTH = 8;
 // 248 = 4 × 62: bytes at or above it are dropped, so `byte % 62` picks every character equally often.
 const UNBIASED_BYTE_LIMIT = 256 - (256 % BASE62.length);
 // Enough bytes that one draw almost always suffices (about 3% of bytes are dropped).

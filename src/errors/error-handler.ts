@@ -34,7 +34,7 @@ export function toGatewayError(error: unknown): GatewayError {
   return gatewayError('internal_error', 'the gateway failed to handle this request', { cause: error });
 }
 
-export function sendGatewayError(reply: FastifyReply, error: GatewayError): FastifyReply {
+function sendGatewayError(reply: FastifyReply, error: GatewayError): FastifyReply {
   return reply
     .code(error.status)
     .headers(error.headers)

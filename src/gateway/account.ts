@@ -7,7 +7,7 @@ import type { TenantConfig } from '../config/schema.ts';
 import type { UsageMeter } from '../usage/meter.ts';
 
 /** The tenant's gateway keys in the service's key shape; hashes and plain keys never leave. */
-export function tenantKeysView(tenant: TenantConfig) {
+function tenantKeysView(tenant: TenantConfig) {
   return tenant.keys.map((key) => ({
     id: key.prefix,
     userId: tenant.id,

@@ -16,7 +16,7 @@ export interface RequestSchemaOptions {
 export const UUID_V4_PATTERN =
   '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$';
 /** `<vendor>@<model_name>`: exactly one `@`, both parts non-empty, no whitespace. */
-export const MODEL_ID_PATTERN = '^[^@\\s]+@[^@\\s]+$';
+const MODEL_ID_PATTERN = '^[^@\\s]+@[^@\\s]+$';
 
 /** How a failed `pattern` is explained to a developer. */
 export const PATTERN_MESSAGES: Readonly<Record<string, string>> = {
@@ -27,7 +27,7 @@ export const PATTERN_MESSAGES: Readonly<Record<string, string>> = {
 export const MAX_SEED = 9223372036854775807n;
 
 export const SAFETY_LEVELS = ['low', 'medium', 'high'] as const;
-export const OUTPUT_TYPES = ['url', 'base64', 'dataURI'] as const;
+const OUTPUT_TYPES = ['url', 'base64', 'dataURI'] as const;
 export type SafetyLevel = (typeof SAFETY_LEVELS)[number];
 export type OutputType = (typeof OUTPUT_TYPES)[number];
 
@@ -42,7 +42,7 @@ export const IMAGE_DEFAULTS = {
 } as const;
 
 /** Inclusive ranges; `guess` marks what the upstream page only infers. */
-export const IMAGE_RANGES = {
+const IMAGE_RANGES = {
   outputQuality: { minimum: 1, maximum: 99 },
   samples: { minimum: 1, maximum: 20 },
   CFGScale: { minimum: 1, maximum: 50 },
@@ -51,7 +51,7 @@ export const IMAGE_RANGES = {
   dimension: { minimum: 128, maximum: 2048, guess: true },
 } as const;
 
-export const VIDEO_DURATION_RANGE = { minimum: 2, maximum: 12, guess: true } as const;
+const VIDEO_DURATION_RANGE = { minimum: 2, maximum: 12, guess: true } as const;
 
 /** The published video sizes and their price tier [doc]. */
 export const VIDEO_SIZES = [

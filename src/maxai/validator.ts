@@ -174,7 +174,7 @@ function toProblem(error: ErrorObject): ValidationProblem {
 }
 
 /** Sorted by usefulness, one problem per field (the most useful one). */
-export function explainErrors(errors: ErrorObject[]): ValidationProblem[] {
+function explainErrors(errors: ErrorObject[]): ValidationProblem[] {
   const problems = errors.map(toProblem).sort((a, b) => KIND_PRIORITY[a.kind] - KIND_PRIORITY[b.kind]);
   const seen = new Set<string>();
   return problems.filter((problem) => !seen.has(problem.param) && seen.add(problem.param));

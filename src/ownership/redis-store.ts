@@ -4,13 +4,13 @@
 // refuses with store_unavailable, `open` claims in a per-replica memory store and writes those records
 // back once the store answers. Neither mode ever lets a tenant reach an id the gateway cannot tie to it.
 import { gatewayError } from '../errors/registry.ts';
-import { createStoreBreaker } from '../ratelimit/circuit-breaker.ts';
-import type { ObserveStore } from '../ratelimit/metrics.ts';
 import {
   DEFAULT_STORE_PROBE_INTERVAL_MS,
   STORE_UNAVAILABLE_RETRY_AFTER_SECONDS,
+  createStoreBreaker,
   type StoreFailMode,
-} from '../ratelimit/redis-limiter.ts';
+} from '../store/circuit-breaker.ts';
+import type { ObserveStore } from '../ratelimit/metrics.ts';
 import { defineScript, withDeadline, type RedisConnection, type StoreLogger } from '../store/redis.ts';
 import { createMemoryOwnershipStore } from './memory-store.ts';
 import {
@@ -79,7 +79,7 @@ function decodeResponse(text: string): SubmissionResponse | undefined {
   }
 }
 
-export function decodeRecord(value: string): OwnershipRecord {
+function decodeRecord(value: string): OwnershipRecord {
   const separator = value.indexOf(OWNER_SEPARATOR);
   if (separator < 0) return { tenantId: value, response: undefined };
   return { tenantId: value.slice(0, separator), response: decodeResponse(value.slice(separator + 1)) };

@@ -13,7 +13,7 @@ import { recordPolicyActions } from './record-actions.ts';
 import { gatewayRouteOf, tenantOf } from '../gateway/request-context.ts';
 
 /** The policy's part of the request log line: rule and action words only, never request values. */
-export function policyLogFields(outcome: PolicyOutcome): Record<string, string> {
+function policyLogFields(outcome: PolicyOutcome): Record<string, string> {
   const fields: Record<string, string> = {};
   if (outcome.changes.length > 0) fields.policy = formatPolicyHeader(outcome.changes);
   if (outcome.rejection !== undefined) fields.policyRejected = outcome.rejection.rule;

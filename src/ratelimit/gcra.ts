@@ -55,7 +55,7 @@ export function assertLimitsSupported(limits: readonly LimitRequest[]): void {
 }
 
 /** The scaled debt a state represents at `nowMicros`; a state further ahead than one window counts as full. */
-export function debtOf(
+function debtOf(
   state: GcraState | undefined,
   nowMicros: number,
   limit: number,
@@ -67,7 +67,7 @@ export function debtOf(
   return Math.min((state.tatMicros - nowMicros) * limit + Math.min(state.fraction, limit - 1), capacity);
 }
 
-export function verdictOf(
+function verdictOf(
   debt: number,
   cost: number,
   nowMicros: number,
@@ -83,7 +83,7 @@ export function verdictOf(
   };
 }
 
-export function stateOf(debt: number, nowMicros: number, limit: number): GcraState | undefined {
+function stateOf(debt: number, nowMicros: number, limit: number): GcraState | undefined {
   if (debt === 0) return undefined;
   const wholeMicros = Math.floor(debt / limit);
   return { tatMicros: nowMicros + wholeMicros, fraction: debt - wholeMicros * limit };

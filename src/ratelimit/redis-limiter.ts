@@ -10,14 +10,17 @@ import {
   type RedisConnection,
   type StoreLogger,
 } from '../store/redis.ts';
-import { createStoreBreaker } from './circuit-breaker.ts';
+import {
+  DEFAULT_STORE_PROBE_INTERVAL_MS,
+  STORE_UNAVAILABLE_RETRY_AFTER_SECONDS,
+  createStoreBreaker,
+  type StoreFailMode,
+} from '../store/circuit-breaker.ts';
 import { decide, decideWithoutStore, storeUnavailableDecision } from './decision.ts';
 import { STATE_TTL_MARGIN_MS, type LimitVerdict } from './gcra.ts';
 import { createMemoryRateLimiter } from './memory-limiter.ts';
 import type { RateLimitMetrics, StoreOperation } from './metrics.ts';
 import type { LimitRequest, RateDecision, RateLimiter } from './types.ts';
-
-export type StoreFailMode = 'open' | 'closed';
 
 export interface RedisRateLimiterOptions {
   connection: RedisConnection;
@@ -34,10 +37,6 @@ export interface RedisRateLimiterOptions {
   /** Tests only: the script takes "now" (µs) from here instead of Redis TIME. Never set in production. */
   scriptClockForTests?: () => number;
 }
-
-export const DEFAULT_STORE_PROBE_INTERVAL_MS = 250;
-/** Retry-After for store_unavailable: a few probe intervals, rounded to the header's whole seconds. */
-export const STORE_UNAVAILABLE_RETRY_AFTER_SECONDS = 1;
 
 const SCRIPT_COMMAND = 'gengateRateLimit';
 const GCRA_LUA = readFileSync(new URL('gcra.lua', import.meta.url), 'utf8');

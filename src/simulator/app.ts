@@ -15,7 +15,7 @@ export const DEFAULT_QUEUED_MS = 1_500;
 export const DEFAULT_PROCESSING_MS = 2_500;
 export const DEFAULT_REQUESTS_PER_MINUTE = 600;
 /** The service's documented limit of requests queued at once per account. */
-export const DEFAULT_MAX_QUEUED = 25;
+const DEFAULT_MAX_QUEUED = 25;
 // Large enough for seed images sent as data URIs.
 const BODY_LIMIT_BYTES = 32 * 1024 * 1024;
 

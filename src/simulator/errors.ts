@@ -47,7 +47,7 @@ export function simulatedError(code: SimulatedErrorCode, message: string, option
   return new SimulatedError(code, message, options);
 }
 
-export function sendSimulatedError(reply: FastifyReply, error: SimulatedError): FastifyReply {
+function sendSimulatedError(reply: FastifyReply, error: SimulatedError): FastifyReply {
   const { param, details, headers = {} } = error.options;
   return reply
     .code(error.status)

@@ -18,7 +18,7 @@ function isoOrNull(epochMs: number | null): string | null {
 }
 
 /** Where a result can be downloaded: the simulator itself, without credentials. */
-export function resultPath(job: Job, index: number): string {
+function resultPath(job: Job, index: number): string {
   return `/files/${job.fileToken}/${index}.png`;
 }
 

@@ -3,7 +3,7 @@
 import { crc32, deflateSync } from 'node:zlib';
 
 /** Results are thumbnails: the longer side, in pixels; the aspect ratio follows the request. */
-export const THUMBNAIL_LONG_SIDE_PX = 64;
+const THUMBNAIL_LONG_SIDE_PX = 64;
 const DISC_COUNT = 4;
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 const COLOR_TYPE_RGB = 2;
@@ -29,7 +29,7 @@ function seededRandom(seed: bigint): () => number {
   };
 }
 
-export function thumbnailSize(width: number, height: number): { width: number; height: number } {
+function thumbnailSize(width: number, height: number): { width: number; height: number } {
   const scale = THUMBNAIL_LONG_SIDE_PX / Math.max(width, height);
   return { width: Math.max(1, Math.round(width * scale)), height: Math.max(1, Math.round(height * scale)) };
 }

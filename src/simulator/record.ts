@@ -20,7 +20,7 @@ export interface RequestRecord {
 }
 
 // A demo left running keeps only the latest requests: enough for any test, bounded for a long run.
-export const MAX_RECORDED_REQUESTS = 10_000;
+const MAX_RECORDED_REQUESTS = 10_000;
 
 export function createRequestRecord(): RequestRecord {
   const entries: ReceivedRequest[] = [];

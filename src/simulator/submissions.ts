@@ -33,7 +33,7 @@ export interface JobPlan {
 type Body = Record<string, unknown>;
 
 /** The service's "random" default seed: uniform over 0..2^63-1. */
-export function randomSeed(): bigint {
+function randomSeed(): bigint {
   return randomBytes(8).readBigUInt64BE() % SEED_SPACE;
 }
 

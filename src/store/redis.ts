@@ -38,7 +38,7 @@ function reconnectDelayMs(attempt: number): number {
 }
 
 /** The URL with its password replaced, fit for a log line. */
-export function redactRedisUrl(url: string): string {
+function redactRedisUrl(url: string): string {
   try {
     const parsed = new URL(url);
     if (parsed.password !== '') parsed.password = '***';
@@ -126,7 +126,7 @@ async function untilReady(connection: RedisConnection): Promise<void> {
   await ready;
 }
 
-export class StoreTimeoutError extends Error {
+class StoreTimeoutError extends Error {
   constructor(timeoutMs: number) {
     super(`store did not answer within ${timeoutMs} ms`);
     this.name = 'StoreTimeoutError';

@@ -32,7 +32,7 @@ export interface UpstreamClientOptions {
 }
 
 // Results may carry base64 images: 20 samples of a few MB each fit comfortably.
-export const DEFAULT_MAX_UPSTREAM_RESPONSE_BYTES = 64 * 1024 * 1024;
+const DEFAULT_MAX_UPSTREAM_RESPONSE_BYTES = 64 * 1024 * 1024;
 
 const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT']);
 
@@ -43,7 +43,7 @@ function errorCode(error: unknown): string | undefined {
 }
 
 /** Transport failures, translated once: timeouts are 504, everything else (refused, reset, …) 502. */
-export function translateUpstreamFailure(error: unknown): GatewayError {
+function translateUpstreamFailure(error: unknown): GatewayError {
   const code = errorCode(error);
   if (code !== undefined && (TIMEOUT_CODES.has(code) || code === 'TimeoutError')) {
     return gatewayError('upstream_timeout', 'the generation service did not answer in time', {

@@ -40,8 +40,19 @@ const REQUESTS_FIELD_PREFIX = 'requests.';
 // Costs are sums of floats; six decimals is finer than any price the service publishes.
 const COST_DECIMALS = 1e6;
 
+// The label changes once a month and every metered request asks for it: remember the current month.
+let currentMonth = { label: '', startMs: 0, endMs: 0 };
+
 export function utcMonth(nowMs: number): string {
-  return new Date(nowMs).toISOString().slice(0, 7);
+  if (nowMs < currentMonth.startMs || nowMs >= currentMonth.endMs) {
+    const date = new Date(nowMs);
+    currentMonth = {
+      label: date.toISOString().slice(0, 7),
+      startMs: Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), 1),
+      endMs: Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1),
+    };
+  }
+  return currentMonth.label;
 }
 
 /** The counter increments of one event (a reported cost's once-only rule is the meter's job). */
@@ -87,9 +98,8 @@ export function countersFromFields(fields: UsageFields): UsageCounters {
 }
 
 /** The two counter sets an event adds to: its month's and the lifetime's. */
-export function periodsOf(nowMs: number): { month: string; periods: [string, string] } {
-  const month = utcMonth(nowMs);
-  return { month, periods: [month, 'lifetime'] };
+export function periodsOf(nowMs: number): [month: string, lifetime: string] {
+  return [utcMonth(nowMs), 'lifetime'];
 }
 
 /** store.kind memory: one replica, usage lost on restart. */
@@ -111,7 +121,7 @@ export function createMemoryUsageMeter(): UsageMeter {
         if (costCounted.has(once)) return;
         costCounted.add(once);
       }
-      for (const period of periodsOf(nowMs).periods)
+      for (const period of periodsOf(nowMs))
         addDeltas(fieldsOf(`${tenantId}\u0000${period}`), eventDeltas(event));
     },
     report(tenantId, nowMs) {

@@ -16,7 +16,7 @@ import {
   type UsageMeter,
 } from './meter.ts';
 
-export const DEFAULT_USAGE_FLUSH_INTERVAL_MS = 1_000;
+const DEFAULT_USAGE_FLUSH_INTERVAL_MS = 1_000;
 // Month hashes outlive their month long enough for a yearly review; the lifetime hash is refreshed on
 // every write, so it only expires for a tenant idle for that long.
 const USAGE_TTL_SECONDS = 400 * 24 * 3600;
@@ -132,7 +132,7 @@ export function createRedisUsageMeter(options: RedisUsageMeterOptions): UsageMet
         }
         return;
       }
-      for (const period of periodsOf(nowMs).periods) {
+      for (const period of periodsOf(nowMs)) {
         addDeltas(pendingFieldsOf(usageKey(tenantId, period)), eventDeltas(event));
       }
     },

@@ -7,8 +7,8 @@ import type { ErrorCode, GatewayError } from '../errors/registry.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
 import { routeSchemaFor } from './request-schemas.ts';
 
-export const UNKNOWN_PARAM_LABEL = '(unknown)';
-export const WHOLE_BODY_PARAM_LABEL = '(body)';
+const UNKNOWN_PARAM_LABEL = '(unknown)';
+const WHOLE_BODY_PARAM_LABEL = '(body)';
 
 const BODY_VALIDATION_CODES: ReadonlySet<ErrorCode> = new Set([
   'invalid_json',

@@ -9,7 +9,7 @@ export const MAX_JSON_DEPTH = 32;
  * Names that would reach an object's prototype if any later code (ours, or the service's) copied
  * members with plain assignment. JSON.parse alone keeps them harmless; refusing them keeps them so.
  */
-export const RESERVED_MEMBER_NAMES: ReadonlySet<string> = new Set(['__proto__', 'constructor']);
+const RESERVED_MEMBER_NAMES: ReadonlySet<string> = new Set(['__proto__', 'constructor']);
 
 export type StructureProblem =
   { kind: 'too_deep' } | { kind: 'duplicate_member' | 'reserved_member'; path: string };

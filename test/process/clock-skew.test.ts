@@ -1,13 +1,15 @@
 // Contract section 8: rate-limit headers come from the store's clock, never a replica's. Two gateway
 // processes share one Redis; one runs with its clock an hour behind (faketime, a Debian package that
 // CI installs), and both must describe the same limit the same way.
-import { mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { generateTenantKey } from '../../src/auth/keys.ts';
 import { startSimulator } from '../../src/simulator/server.ts';
-import { startGatewayProcess, type GatewayProcess } from '../support/gateway-process.ts';
+import {
+  oneTenantConfig,
+  startGatewayProcess,
+  writeTempConfig,
+  type GatewayProcess,
+} from '../support/gateway-process.ts';
 import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
 
 const TOKEN = 'upstream_token_for_clock_test';
@@ -24,21 +26,15 @@ beforeAll(async () => {
     port: 0,
     tokens: [{ name: 'shared', token: TOKEN }],
   });
-  const dir = await mkdtemp(join(tmpdir(), 'gengate-clock-'));
-  const configPath = join(dir, 'gengate.yaml');
-  await writeFile(
-    configPath,
-    `
-server: { host: 127.0.0.1, port: 0 }
-admin: { host: 127.0.0.1, port: 0 }
-upstream: { baseUrl: "${simulator.url}", credentials: { shared: { env: SHARED_TOKEN } } }
-store: { kind: redis, redis: { url: "${redis.url}", commandTimeoutMs: 2000 } }
-tenants:
-  - id: team-a
-    credential: shared
-    keys: [{ sha256: "${key.sha256}", prefix: "${key.prefix}" }]
-    limits: [{ id: requests, routes: ["*"], cost: requests, limit: 10, windowSeconds: 600 }]
-`,
+  const configPath = await writeTempConfig(
+    oneTenantConfig({
+      upstreamUrl: simulator.url,
+      keys: [key],
+      store: `{ kind: redis, redis: { url: "${redis.url}", commandTimeoutMs: 2000 } }`,
+      tenantYaml: [
+        'limits: [{ id: requests, routes: ["*"], cost: requests, limit: 10, windowSeconds: 600 }]',
+      ],
+    }),
   );
   const env = { SHARED_TOKEN: TOKEN };
   replicas.push(await startGatewayProcess(configPath, env));

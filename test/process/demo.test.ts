@@ -2,26 +2,17 @@
 // as its own process, with the two demo tenants and their published keys walking all seven routes.
 // Only the ports (free ones, so the test can run beside anything) and the stage durations change.
 import { cp, mkdtemp, readFile, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startGatewayProcess, type GatewayProcess } from '../support/gateway-process.ts';
+import { freePort } from '../support/free-port.ts';
 
 // The demo keys published in README.md and config/demo-secrets/README.md.
 const DEMO_KEYS = {
   studio: 'ggk_8oTyg84yLldiuo0NRnPaEDI1dsiGyPgAhBmNcXO3',
   lab: 'ggk_HGtfdDkRPXoHUau8lClcgpm7LEUKXnBdtQLhvCg4',
 } as const;
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  return address.port;
-}
 
 /** The members of the answers this walk reads. */
 interface DemoData {

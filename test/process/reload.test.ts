@@ -1,12 +1,16 @@
 // Contract section 2: tenants reload without a restart, on SIGHUP or when the file changes; requests in
 // flight never see a half-applied configuration; an invalid file is refused and the old one kept.
-import { mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { writeFile } from 'node:fs/promises';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { generateTenantKey } from '../../src/auth/keys.ts';
 import { startSimulator } from '../../src/simulator/server.ts';
-import { startGatewayProcess, waitFor, type GatewayProcess } from '../support/gateway-process.ts';
+import {
+  oneTenantConfig,
+  startGatewayProcess,
+  waitFor,
+  writeTempConfig,
+  type GatewayProcess,
+} from '../support/gateway-process.ts';
 
 const TOKEN = 'upstream_token_for_reload_test';
 const firstKey = generateTenantKey();
@@ -16,17 +20,11 @@ let gateway: GatewayProcess;
 let configPath: string;
 
 function configWith(maximumSamples: number, keys: { sha256: string; prefix: string }[]): string {
-  return `
-server: { host: 127.0.0.1, port: 0 }
-admin: { host: 127.0.0.1, port: 0 }
-upstream: { baseUrl: "${simulator.url}", credentials: { shared: { env: SHARED_TOKEN } } }
-store: { kind: memory }
-tenants:
-  - id: team-a
-    credential: shared
-    keys: [${keys.map((key) => `{ sha256: "${key.sha256}", prefix: "${key.prefix}" }`).join(', ')}]
-    policy: { samples: { maximum: ${maximumSamples}, onViolation: clamp } }
-`;
+  return oneTenantConfig({
+    upstreamUrl: simulator.url,
+    keys,
+    tenantYaml: [`policy: { samples: { maximum: ${maximumSamples}, onViolation: clamp } }`],
+  });
 }
 
 beforeAll(async () => {
@@ -38,8 +36,7 @@ beforeAll(async () => {
     processingMs: 0,
     requestsPerMinute: 100_000,
   });
-  configPath = join(await mkdtemp(join(tmpdir(), 'gengate-reload-')), 'gengate.yaml');
-  await writeFile(configPath, configWith(4, [firstKey]));
+  configPath = await writeTempConfig(configWith(4, [firstKey]));
   gateway = await startGatewayProcess(configPath, { SHARED_TOKEN: TOKEN });
 });
 

@@ -1,12 +1,14 @@
 // Contract section 10: on SIGTERM a replica reports not ready, stops accepting, lets in-flight requests
 // finish and exits 0. Run against the real process, as Kubernetes would stop it.
-import { mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { generateTenantKey } from '../../src/auth/keys.ts';
 import { startSimulator } from '../../src/simulator/server.ts';
-import { startGatewayProcess, waitFor } from '../support/gateway-process.ts';
+import {
+  oneTenantConfig,
+  startGatewayProcess,
+  waitFor,
+  writeTempConfig,
+} from '../support/gateway-process.ts';
 
 const TOKEN = 'upstream_token_for_shutdown_test';
 let simulator: Awaited<ReturnType<typeof startSimulator>>;
@@ -25,21 +27,7 @@ afterAll(async () => {
 
 test('SIGTERM with a request in flight: the request completes, readiness drops, exit code 0', async () => {
   const key = generateTenantKey();
-  const dir = await mkdtemp(join(tmpdir(), 'gengate-'));
-  const configPath = join(dir, 'gengate.yaml');
-  await writeFile(
-    configPath,
-    `
-server: { host: 127.0.0.1, port: 0 }
-admin: { host: 127.0.0.1, port: 0 }
-upstream: { baseUrl: "${simulator.url}", credentials: { shared: { env: SHARED_TOKEN } } }
-store: { kind: memory }
-tenants:
-  - id: team-a
-    credential: shared
-    keys: [{ sha256: "${key.sha256}", prefix: "${key.prefix}" }]
-`,
-  );
+  const configPath = await writeTempConfig(oneTenantConfig({ upstreamUrl: simulator.url, keys: [key] }));
   const gateway = await startGatewayProcess(configPath, { SHARED_TOKEN: TOKEN });
   expect((await fetch(`${gateway.adminUrl}/readyz`)).status).toBe(200);
 

@@ -1,6 +1,9 @@
 // Runs `src/main.ts` as its own process, as operators do, and reads its JSON log lines.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
 export interface GatewayProcess {
@@ -71,4 +74,37 @@ export async function waitFor(condition: () => boolean, timeoutMs = 5000): Promi
     if (Date.now() > deadline) throw new Error('condition not met in time');
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
+}
+
+export interface OneTenantConfig {
+  upstreamUrl: string;
+  keys: { sha256: string; prefix: string }[];
+  /** The `store:` mapping (flow style); memory by default. */
+  store?: string;
+  /** More members of the tenant, e.g. `policy: { … }` or `limits: [ … ]`. */
+  tenantYaml?: string[];
+}
+
+/** A configuration with one tenant, team-a, whose upstream credential `shared` comes from $SHARED_TOKEN. */
+export function oneTenantConfig(options: OneTenantConfig): string {
+  const keys = options.keys.map((key) => `{ sha256: "${key.sha256}", prefix: "${key.prefix}" }`).join(', ');
+  return [
+    'server: { host: 127.0.0.1, port: 0 }',
+    'admin: { host: 127.0.0.1, port: 0 }',
+    `upstream: { baseUrl: "${options.upstreamUrl}", credentials: { shared: { env: SHARED_TOKEN } } }`,
+    `store: ${options.store ?? '{ kind: memory }'}`,
+    'tenants:',
+    '  - id: team-a',
+    '    credential: shared',
+    `    keys: [${keys}]`,
+    ...(options.tenantYaml ?? []).map((line) => `    ${line}`),
+    '',
+  ].join('\n');
+}
+
+/** Writes a configuration into a fresh temporary folder and returns its path. */
+export async function writeTempConfig(text: string): Promise<string> {
+  const path = join(await mkdtemp(join(tmpdir(), 'gengate-')), 'gengate.yaml');
+  await writeFile(path, text);
+  return path;
 }

@@ -2,11 +2,12 @@
 // with persistence off and its own scratch directory. Whoever starts one stops it in teardown.
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer, connect } from 'node:net';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
+import { freePort } from './free-port.ts';
 
 const execFileAsync = promisify(execFile);
 const STARTUP_TIMEOUT_MS = 10_000;
@@ -23,19 +24,6 @@ export interface RedisServer {
   restart(): Promise<void>;
   /** A plain client for inspecting and poisoning state; closed by stop(). */
   client(): Redis;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => {
-    server.close(() => {
-      resolve();
-    });
-  });
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  return address.port;
 }
 
 async function sleep(ms: number): Promise<void> {

@@ -1,5 +1,12 @@
 // Keeps a failing store off the request path: once tripped, requests skip the store entirely (no timeout
 // to wait out, no connection attempt) until a background probe succeeds, then it closes by itself.
+/** What a store user does while the store cannot answer: serve from a per-replica fallback, or refuse. */
+export type StoreFailMode = 'open' | 'closed';
+
+export const DEFAULT_STORE_PROBE_INTERVAL_MS = 250;
+/** Retry-After for store_unavailable: a few probe intervals, rounded to the header's whole seconds. */
+export const STORE_UNAVAILABLE_RETRY_AFTER_SECONDS = 1;
+
 export interface StoreBreaker {
   readonly open: boolean;
   /** Opens the breaker; true when this call opened it (it was closed). */
