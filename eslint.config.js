@@ -4,7 +4,7 @@ import { defineConfig } from 'eslint/config';
 import tseslint from 'typescript-eslint';
 
 export default defineConfig(
-  { ignores: ['node_modules/', 'coverage/', 'bench/results/'] },
+  { ignores: ['node_modules/', 'coverage/', 'bench/results/', 'dist/'] },
   js.configs.recommended,
   tseslint.configs.strictTypeChecked,
   {

@@ -17,7 +17,8 @@ const TENANT_KEY_PREFIX_LENGTH = 8;
 const LIMIT_WINDOW_SECONDS = 60;
 const UNREACHABLE_LIMIT = 60_000_000;
 const UPSTREAM_TOKEN_ENV = 'BENCH_UPSTREAM_TOKEN';
-const GENGATE_MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+// gengate as deployed (README, "Deployment"): compiled by `npm run build`, which `npm run bench` runs first.
+const GENGATE_MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
 
 export interface BenchGengate {
   process: BenchProcess;
@@ -41,13 +42,21 @@ function configFor(options: {
   upstreamUrl: string;
   redisUrl: string;
   key: string;
+  commandTimeoutMs: number | undefined;
 }) {
   return {
     server: { host: '127.0.0.1', port: options.port },
     admin: { host: '127.0.0.1', port: options.adminPort },
     logging: { level: 'info', prompts: false },
     upstream: { baseUrl: options.upstreamUrl, credentials: { shared: { env: UPSTREAM_TOKEN_ENV } } },
-    store: { kind: 'redis', redis: { url: options.redisUrl }, failMode: 'open' },
+    store: {
+      kind: 'redis',
+      redis: {
+        url: options.redisUrl,
+        ...(options.commandTimeoutMs === undefined ? {} : { commandTimeoutMs: options.commandTimeoutMs }),
+      },
+      failMode: 'open',
+    },
     tenants: [
       {
         id: 'bench',
@@ -108,6 +117,8 @@ export async function startGengate(options: {
   /** Extra Node flags, e.g. --cpu-prof. */
   nodeFlags?: readonly string[];
   name?: string;
+  /** The store's command timeout, when the default would not do. */
+  commandTimeoutMs?: number;
 }): Promise<BenchGengate> {
   const [port, adminPort] = [await freePort(), await freePort()];
   const key = newTenantKey();
@@ -117,7 +128,14 @@ export async function startGengate(options: {
   writeFileSync(
     configFile,
     stringify(
-      configFor({ port, adminPort, upstreamUrl: options.upstreamUrl, redisUrl: options.redisUrl, key }),
+      configFor({
+        port,
+        adminPort,
+        upstreamUrl: options.upstreamUrl,
+        redisUrl: options.redisUrl,
+        key,
+        commandTimeoutMs: options.commandTimeoutMs,
+      }),
     ),
   );
   const gengate = spawnPinned(

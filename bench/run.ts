@@ -34,10 +34,16 @@ import {
 import { SUBMISSION_BODY, SUBMISSION_PATH, SUBMISSION_RESPONSE } from './request-body.ts';
 import { runSoak, type SoakResult } from './soak.ts';
 import { countStoreTrips, type StoreTrips } from './store-trips.ts';
+import { measureStoreWaits, type StoreWaits } from './store-waits.ts';
 
 const RESULTS_DIR = fileURLToPath(new URL('results/', import.meta.url));
 const STORE_TRIP_REQUESTS = 1_000;
 const SMOKE_STORE_TRIP_REQUESTS = 50;
+// Large against the jitter of a loopback request (well under a millisecond at the median), small enough
+// to keep the measurement to a few seconds.
+const STORE_WAIT_DELAY_MS = 10;
+const STORE_WAIT_REQUESTS = 41;
+const SMOKE_STORE_WAIT_REQUESTS = 11;
 // The fixed-rate runs need only enough connections to cover the latency at that rate.
 const FIXED_RATE_CONNECTIONS = 16;
 const PROFILE_TOP_FUNCTIONS = 25;
@@ -254,6 +260,13 @@ async function main(): Promise<void> {
       authorization: gengate.authorization,
       requests: options.smoke ? SMOKE_STORE_TRIP_REQUESTS : STORE_TRIP_REQUESTS,
     });
+    const storeWaits: StoreWaits = await measureStoreWaits({
+      workDir,
+      upstreamUrl,
+      redisPort: redis.port,
+      delayMs: STORE_WAIT_DELAY_MS,
+      requests: options.smoke ? SMOKE_STORE_WAIT_REQUESTS : STORE_WAIT_REQUESTS,
+    });
     const soak =
       options.soakSeconds > 0
         ? await runSoak({
@@ -292,7 +305,7 @@ async function main(): Promise<void> {
       gengateOverBare: ratios.gengateOverBareRequestsPerSecond,
       gengateAddedP99Ms: ratios.addedP99MsAtFixedRate.gengate ?? Number.NaN,
       gengatePeakRssMb: gengateThroughput.peakRssMb,
-      storeRoundTripsPerRequest: storeTrips.roundTripsPerRequest,
+      storeRoundTripsWaitedPerRequest: storeWaits.waitedRoundTripsPerRequest,
     });
     const logLineBytes = averageLogLineBytes(gengate.logFile);
 
@@ -309,9 +322,14 @@ async function main(): Promise<void> {
         `gengate / nginx req/s: ${fixed(ratios.gengateOverNginxRequestsPerSecond, 2)}`,
     );
     print(
-      `Redis round trips per gengate request: ${fixed(storeTrips.roundTripsPerRequest, 2)} over ` +
+      `Redis commands per gengate create: ${fixed(storeTrips.roundTripsPerRequest, 2)} over ` +
         `${storeTrips.requests} requests; sent ${JSON.stringify(storeTrips.roundTrips)}, ` +
         `run inside scripts ${JSON.stringify(storeTrips.inScripts)}`,
+    );
+    print(
+      `Store round trips a create waits for: ${fixed(storeWaits.waitedRoundTripsPerRequest, 2)} ` +
+        `(median of ${storeWaits.requests} sequential creates ${fixed(storeWaits.medianMs.undelayed, 2)} ms, ` +
+        `${fixed(storeWaits.medianMs.delayed, 2)} ms with ${storeWaits.delayMs} ms added each way to Redis)`,
     );
     print(`gengate log: ${fixed(logLineBytes, 0)} bytes per line on average`);
     if (soak !== undefined) printSoak(soak);
@@ -345,6 +363,7 @@ async function main(): Promise<void> {
           },
           ratios,
           storeTrips,
+          storeWaits,
           logLineBytes,
           checks,
           ...(soak === undefined ? {} : { soak }),

@@ -12,6 +12,7 @@ import { registerGatewayRoutes, type CredentialSource } from './gateway/routes.t
 import type { GatewayMetrics } from './observability/metrics.ts';
 import { installRequestObserver } from './observability/request-observer.ts';
 import type { OwnershipStore } from './ownership/store.ts';
+import type { Admission } from './admission/admission.ts';
 import type { RateLimiter } from './ratelimit/types.ts';
 import type { UpstreamClient } from './upstream/client.ts';
 import type { UsageMeter } from './usage/meter.ts';
@@ -29,6 +30,8 @@ export interface AppDependencies {
   limiter: RateLimiter;
   /** Who owns each request id; shared by every replica when the store is Redis. */
   ownership: OwnershipStore;
+  /** A request's id and charge decided together (one store call on a single Redis). */
+  admission: Admission;
   now?: () => number;
 }
 
@@ -73,6 +76,7 @@ export function buildApp(config: GatewayConfig, deps: AppDependencies): FastifyI
     usage: deps.usage,
     limiter: deps.limiter,
     ownership: deps.ownership,
+    admission: deps.admission,
     authFailures: installAuthFailureGuard(app, config.server.authenticationFailures),
     metrics: deps.metrics,
     now: deps.now ?? Date.now,

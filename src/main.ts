@@ -96,6 +96,7 @@ const gateway = buildApp(config, {
   usage: store.usage,
   limiter: store.limiter,
   ownership: store.ownership,
+  admission: store.admission,
 });
 const admin = buildAdminApp({ logger, metrics, readiness });
 

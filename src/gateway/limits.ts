@@ -1,12 +1,12 @@
-// Charges a request against its tenant's limits (contract section 8) and turns the limiter's decision
-// into response headers or a refusal. Runs after validation and policy, so `samples` is the clamped value
-// and a rejected request is never charged.
+// What a request costs against its tenant's limits (contract section 8), and the limiter's decision
+// turned into response headers or a refusal. Costs are read after validation and policy, so `samples` is
+// the clamped value and a rejected request is never charged.
 import type { RouteId } from '../config/route-ids.ts';
 import type { TenantConfig, TenantLimit } from '../config/schema.ts';
 import { gatewayError } from '../errors/registry.ts';
 import { requestedSamples, requestedVideoSeconds } from '../maxai/request-values.ts';
 import { rateLimitHeaders } from '../ratelimit/headers.ts';
-import type { LimitRequest, RateLimiter } from '../ratelimit/types.ts';
+import type { LimitRequest, RateDecision, RateLimiter } from '../ratelimit/types.ts';
 
 // The route that carries each cost unit; `requests` is carried by every route.
 const UNIT_ROUTE = { samples: 'images.create', videoSeconds: 'videos.create' } as const;
@@ -39,16 +39,8 @@ export function applicableLimits(
   return limits;
 }
 
-/** Charges the request or throws its refusal; returns the rate-limit headers for the response. */
-export async function chargeTenantLimits(
-  limiter: RateLimiter,
-  tenant: TenantConfig,
-  route: RouteId,
-  body: Record<string, unknown> | undefined,
-): Promise<Record<string, string>> {
-  const limits = applicableLimits(tenant, route, body);
-  if (limits.length === 0) return {};
-  const decision = await limiter.check(tenant.id, limits);
+/** The rate-limit headers of an admitted charge; a refused one is thrown as its error, with its headers. */
+export function limitHeadersOrRefusal(decision: RateDecision): Record<string, string> {
   const headers = rateLimitHeaders(decision);
   switch (decision.outcome) {
     case 'admitted':

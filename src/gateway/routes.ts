@@ -13,6 +13,7 @@ import {
 import type { GatewayMetrics } from '../observability/metrics.ts';
 import { createOwnershipHooks } from '../ownership/hooks.ts';
 import type { OwnershipStore } from '../ownership/store.ts';
+import type { Admission } from '../admission/admission.ts';
 import { createPolicyHook } from '../policy/policy-hook.ts';
 import type { RateLimiter } from '../ratelimit/types.ts';
 import type { UpstreamClient, UpstreamResponse } from '../upstream/client.ts';
@@ -22,9 +23,10 @@ import { validateRequestBody } from '../validation/validate-request.ts';
 import type { UsageMeter } from '../usage/meter.ts';
 import { recordExchangeUsage } from '../usage/record.ts';
 import { createAccountHandler } from './account.ts';
-import { gatewayRouteOf, requestIdParam, tenantOf } from './request-context.ts';
+import { gatewayRouteOf, requestIdParam } from './request-context.ts';
 import { admitRequestTarget, assertCanonicalTarget } from './request-target.ts';
-import { chargeTenantLimits, peekTenantLimits } from './limits.ts';
+import { createAdmitHook } from './admit.ts';
+import { peekTenantLimits } from './limits.ts';
 
 export interface CredentialSource {
   get(name: string): string;
@@ -37,6 +39,7 @@ export interface GatewayRoutesOptions {
   usage: UsageMeter;
   limiter: RateLimiter;
   ownership: OwnershipStore;
+  admission: Admission;
   authFailures: AuthFailureGuard;
   metrics: GatewayMetrics;
   now: () => number;
@@ -112,12 +115,6 @@ export function registerGatewayRoutes(app: FastifyInstance, options: GatewayRout
     return reply.code(response.status).headers(headersForClient(response.headers)).send(response.body);
   }
 
-  async function chargeLimits(request: FastifyRequest, reply: FastifyReply) {
-    const route = gatewayRouteOf(request);
-    const body = route.method === 'POST' ? parsedJsonBody(request).value : undefined;
-    reply.headers(await chargeTenantLimits(options.limiter, tenantOf(request), route.id, body));
-  }
-
   // An authenticated request refused before its charge still shows its limits (contract section 8);
   // refusals by the limiter carry their own headers, and a charged request already has them.
   async function showLimitsOnRefusal(request: FastifyRequest, reply: FastifyReply, error: Error) {
@@ -131,12 +128,14 @@ export function registerGatewayRoutes(app: FastifyInstance, options: GatewayRout
 
   const enforcePolicy = createPolicyHook(options.metrics);
   const ownership = createOwnershipHooks({ store: options.ownership, limiter: options.limiter });
-  // A create is validated, judged by the tenant's policy, its requestId claimed, then charged; a request
-  // id is checked for ownership before it is charged. Refused requests consume nothing.
-  const preHandlerFor = (route: GatewayRoute) => {
-    if (route.method === 'POST') return [enforcePolicy, ownership.claimRequestId, chargeLimits];
-    return route.hasRequestId ? [ownership.requireOwnership, chargeLimits] : [chargeLimits];
-  };
+  // A create is validated and judged by the tenant's policy before admission claims its requestId and
+  // charges it; a request id is checked for ownership by the same admission. Refused requests consume
+  // nothing.
+  const admit = createAdmitHook({
+    admission: options.admission,
+    answerTakenRequestId: ownership.answerTakenRequestId,
+  });
+  const preHandlerFor = (route: GatewayRoute) => (route.method === 'POST' ? [enforcePolicy, admit] : [admit]);
   const answerAccountLocally = createAccountHandler(options.usage, options.now);
   async function countServedRequest(request: FastifyRequest, reply: FastifyReply) {
     if (request.caller !== undefined && reply.statusCode < 300) {

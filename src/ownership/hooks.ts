@@ -1,6 +1,6 @@
-// The ownership steps of the request pipeline (contract section 7; order in docs/ownership.md):
-// creates claim their requestId after policy and before the rate-limit charge, and settle the claim
-// once answered; GET and DELETE of a request id check ownership before anything is charged.
+// The ownership steps of the request pipeline (contract section 7; order in docs/ownership.md): the
+// answer to a create whose requestId is taken, and the settling of a claim once the create is answered.
+// The claim itself, and the ownership check of GET and DELETE, are part of admission (src/gateway/admit.ts).
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { TenantConfig } from '../config/schema.ts';
 import { gatewayError } from '../errors/registry.ts';
@@ -8,8 +8,7 @@ import { peekTenantLimits } from '../gateway/limits.ts';
 import type { RateLimiter } from '../ratelimit/types.ts';
 import type { GatewayRoute } from '../routing/route-table.ts';
 import { parsedJsonBody } from '../validation/json-body.ts';
-import { ensureRequestId } from './request-id.ts';
-import type { OwnershipStore, SubmissionResponse } from './store.ts';
+import type { OwnershipStore, SubmissionResponse, TakenOutcome } from './store.ts';
 import { gatewayRouteOf, tenantOf } from '../gateway/request-context.ts';
 
 export const IDEMPOTENT_REPLAYED_HEADER = 'idempotent-replayed';
@@ -50,24 +49,19 @@ export function createOwnershipHooks(options: OwnershipHooksOptions) {
     return peekTenantLimits(limiter, tenant, route.id, parsedJsonBody(request).value);
   }
 
-  async function claimRequestId(
+  /** A create whose requestId is taken: 409, or the original response again when it is the caller's. */
+  async function answerTakenRequestId(
     request: FastifyRequest,
     reply: FastifyReply,
-  ): Promise<FastifyReply | undefined> {
-    const { tenant } = callerAndRoute(request);
-    const requestId = ensureRequestId(request);
-    const outcome = await store.claim(requestId, tenant.id);
+    requestId: string,
+    outcome: TakenOutcome,
+  ): Promise<FastifyReply> {
     switch (outcome.kind) {
-      case 'claimed':
-        request.ownershipClaim = { requestId, tenantId: tenant.id };
-        return undefined;
       case 'owned_by_another_tenant':
         throw gatewayError(
           'request_id_conflict',
           `requestId ${requestId} is already in use; submit with another requestId`,
-          {
-            param: 'requestId',
-          },
+          { param: 'requestId' },
         );
       case 'pending':
         throw gatewayError(
@@ -87,16 +81,11 @@ export function createOwnershipHooks(options: OwnershipHooksOptions) {
     }
   }
 
-  async function requireOwnership(request: FastifyRequest): Promise<void> {
-    const { tenant } = callerAndRoute(request);
-    const requestId = (request.params as { requestId: string }).requestId;
-    // The same answer for an unknown id and another tenant's: nothing tells one from the other.
-    if (!(await store.owns(requestId, tenant.id))) {
-      throw gatewayError('request_not_found', `request ${requestId} was not found`);
-    }
-  }
-
-  /** onSend of creates: keeps the accepted submission, or frees an id whose submission did not happen. */
+  /**
+   * onSend of creates: keeps the accepted submission, or frees an id whose submission did not happen.
+   * The write is issued before the answer leaves but not waited for (it is off the request's path); a
+   * replica's commands run in the order issued, so its next claim of the id already sees the record.
+   */
   async function settleClaim(
     request: FastifyRequest,
     reply: FastifyReply,
@@ -106,15 +95,22 @@ export function createOwnershipHooks(options: OwnershipHooksOptions) {
     if (claim === undefined) return payload;
     request.ownershipClaim = undefined;
     const status = reply.statusCode;
+    let settled: Promise<void> | undefined;
     if (status >= 200 && status < 300) {
       const submission = submissionOf(reply, payload);
       // Without a body to replay the claim stays pending: a repeat is refused, never submitted twice.
-      if (submission !== undefined) await store.complete(claim.requestId, claim.tenantId, submission);
+      if (submission !== undefined) settled = store.complete(claim.requestId, claim.tenantId, submission);
     } else if (!UNKNOWN_OUTCOME_STATUSES.has(status)) {
-      await store.release(claim.requestId);
+      settled = store.release(claim.requestId);
     }
+    settled?.catch((error: unknown) => {
+      request.log.warn(
+        { err: error instanceof Error ? error.message : String(error) },
+        'request id not settled; it stays pending until it expires',
+      );
+    });
     return payload;
   }
 
-  return { claimRequestId, requireOwnership, settleClaim };
+  return { answerTakenRequestId, settleClaim };
 }

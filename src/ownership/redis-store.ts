@@ -5,13 +5,12 @@
 // back once the store answers. Neither mode ever lets a tenant reach an id the gateway cannot tie to it.
 import { gatewayError } from '../errors/registry.ts';
 import {
-  DEFAULT_STORE_PROBE_INTERVAL_MS,
   STORE_UNAVAILABLE_RETRY_AFTER_SECONDS,
-  createStoreBreaker,
+  type StoreBreaker,
   type StoreFailMode,
 } from '../store/circuit-breaker.ts';
 import type { ObserveStore } from '../ratelimit/metrics.ts';
-import { defineScript, withDeadline, type RedisConnection, type StoreLogger } from '../store/redis.ts';
+import { commandDeadline, defineScript, type RedisConnection, type StoreLogger } from '../store/redis.ts';
 import { createMemoryOwnershipStore } from './memory-store.ts';
 import {
   canonicalRequestId,
@@ -22,7 +21,8 @@ import {
 } from './store.ts';
 
 // A record is `<tenant>` while pending, `<tenant> <JSON of the response>` once completed; tenant ids
-// never contain a space, so the owner is readable without decoding the rest (in Lua too).
+// never contain a space, so the owner is readable without decoding the rest (in Lua too, see
+// src/admission/redis-admission.ts).
 const OWNER_SEPARATOR = ' ';
 
 // Reply: nil when this call claimed the id, otherwise the existing record.
@@ -42,12 +42,13 @@ return 1`;
 
 export interface RedisOwnershipStoreOptions {
   connection: RedisConnection;
+  /** The connection's breaker, shared with the other users of the connection. */
+  breaker: StoreBreaker;
   commandTimeoutMs: number;
   failMode: StoreFailMode;
   ttlMs: number;
   logger: StoreLogger;
   observeStore?: ObserveStore;
-  probeIntervalMs?: number;
 }
 
 export function ownershipKey(requestId: string): string {
@@ -79,7 +80,8 @@ function decodeResponse(text: string): SubmissionResponse | undefined {
   }
 }
 
-function decodeRecord(value: string): OwnershipRecord {
+/** A stored record, as read from the store. */
+export function decodeRecord(value: string): OwnershipRecord {
   const separator = value.indexOf(OWNER_SEPARATOR);
   if (separator < 0) return { tenantId: value, response: undefined };
   return { tenantId: value.slice(0, separator), response: decodeResponse(value.slice(separator + 1)) };
@@ -94,32 +96,27 @@ function storeUnavailable() {
 type Attempt<T> = { ok: true; value: T } | { ok: false };
 
 export function createRedisOwnershipStore(options: RedisOwnershipStoreOptions): OwnershipStore {
-  const { connection, commandTimeoutMs, failMode, ttlMs, logger } = options;
+  const { connection, breaker, commandTimeoutMs, failMode, ttlMs, logger } = options;
+  const bounded = commandDeadline(connection, commandTimeoutMs);
   const claimScript = defineScript(connection, 'gengateClaimRequestId', CLAIM_LUA);
   const recordScript = defineScript(connection, 'gengateRecordRequestId', RECORD_LUA);
   // Fail-open only: claims made while the store was down, and the ids still to write back to it.
   const fallback = createMemoryOwnershipStore({ ttlMs });
   const unsynced = new Set<string>();
 
-  const breaker = createStoreBreaker({
-    probeIntervalMs: options.probeIntervalMs ?? DEFAULT_STORE_PROBE_INTERVAL_MS,
-    probe: async () => {
-      await withDeadline(connection.ping(), commandTimeoutMs);
-    },
-    onChange: (open) => {
-      if (open) logger.warn({ failMode }, 'ownership store failing; bypassing it until it answers');
-      else {
-        logger.info({}, 'ownership store answering again');
-        void writeBackUnsynced();
-      }
-    },
+  breaker.onChange((open) => {
+    if (open) logger.warn({ failMode }, 'ownership store failing; bypassing it until it answers');
+    else {
+      logger.info({}, 'ownership store answering again');
+      void writeBackUnsynced();
+    }
   });
 
   async function attempt<T>(run: () => Promise<T>): Promise<Attempt<T>> {
     if (breaker.open) return { ok: false };
     const started = performance.now();
     try {
-      const value = await withDeadline(run(), commandTimeoutMs);
+      const value = await bounded(run());
       options.observeStore?.('ownership', (performance.now() - started) / 1000, false);
       return { ok: true, value };
     } catch (error) {
@@ -209,7 +206,6 @@ export function createRedisOwnershipStore(options: RedisOwnershipStoreOptions): 
     },
 
     async close() {
-      breaker.stop();
       await fallback.close();
     },
   };

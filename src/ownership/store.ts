@@ -34,7 +34,10 @@ export interface OwnershipRecord {
   response: SubmissionResponse | undefined;
 }
 
-export function claimOutcomeOf(record: OwnershipRecord, tenantId: string): ClaimOutcome {
+/** Why an id that already has a record cannot be claimed by `tenantId`. */
+export type TakenOutcome = Exclude<ClaimOutcome, { kind: 'claimed' }>;
+
+export function claimOutcomeOf(record: OwnershipRecord, tenantId: string): TakenOutcome {
   if (record.tenantId !== tenantId) return { kind: 'owned_by_another_tenant' };
   return record.response === undefined ? { kind: 'pending' } : { kind: 'replay', response: record.response };
 }

@@ -1,96 +1,100 @@
 -- gengate rate limits: GCRA over every limit of one request, charged all-or-nothing, in one round trip.
--- The reference implementation; src/ratelimit/gcra.ts mirrors it operation for operation.
+-- The reference implementation; src/ratelimit/gcra.ts mirrors it operation for operation. This file only
+-- defines charge_limits: the limiter's script calls it with KEYS and ARGV, the admission script
+-- (src/admission/redis-admission.ts) after its request-id check, with the rest of its keys and arguments.
 --
--- KEYS[i]        state of limit i, "<TAT whole µs>:<fraction in 1/limit µs>"; all keys share one hash tag.
--- ARGV[1]        "" in production: time comes from this server's TIME, never a client's clock. Tests may
+-- keys[i]        state of limit i, "<TAT whole µs>:<fraction in 1/limit µs>"; all keys share one hash tag.
+-- argv[1]        "" in production: time comes from this server's TIME, never a client's clock. Tests may
 --                pass µs here, and only limiters built with a test clock ever do.
--- ARGV[2]        TTL margin, ms, kept past the moment a limit is full again.
--- ARGV[3i..3i+2] limit (units), window (seconds), cost (units) of limit i.
--- Reply          now µs, admitted (1/0), then per limit: remaining units, full-again µs, wait µs (0: room).
+-- argv[2]        TTL margin, ms, kept past the moment a limit is full again.
+-- argv[3i..3i+2] limit (units), window (seconds), cost (units) of limit i.
+-- Returns        now µs, admitted (1/0), then per limit: remaining units, full-again µs, wait µs (0: room).
 --
 -- All numbers are integers below 2^53 held in doubles (the caller bounds limit × window); "debt" is
 -- TAT - now in units of 1/limit µs, so one unit of cost is exactly `window` of debt.
-local now
-if ARGV[1] ~= '' then
-  now = tonumber(ARGV[1])
-else
-  local time = redis.call('TIME')
-  now = tonumber(time[1]) * 1000000 + tonumber(time[2])
-end
-local margin_ms = tonumber(ARGV[2])
+local function charge_limits(keys, argv)
+  local now
+  if argv[1] ~= '' then
+    now = tonumber(argv[1])
+  else
+    local time = redis.call('TIME')
+    now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+  end
+  local margin_ms = tonumber(argv[2])
 
-local count = #KEYS
-local limits, windows, costs, debts, repairs = {}, {}, {}, {}, {}
-local admitted = true
+  local count = #keys
+  local limits, windows, costs, debts, repairs = {}, {}, {}, {}, {}
+  local admitted = true
 
-for i = 1, count do
-  local base = 3 * i
-  local limit = tonumber(ARGV[base])
-  local window = tonumber(ARGV[base + 1]) * 1000000
-  local cost = tonumber(ARGV[base + 2])
-  local capacity = limit * window
-  local debt = 0
-  local repair = false
-  -- pcall: a key of another type is garbage like any other, not a reason to fail the request.
-  local raw = redis.pcall('GET', KEYS[i])
-  if type(raw) == 'string' then
-    local tat, fraction = string.match(raw, '^(%d+):(%d+)$')
-    tat, fraction = tonumber(tat), tonumber(fraction)
-    if tat == nil or fraction == nil then
-      repair = true
-    else
-      if tat >= now then
-        if tat - now > window then
-          -- Beyond one window ahead (a corrupted value, or a failover to a server whose clock is
-          -- behind): full for one window at most.
-          debt = capacity
+  for i = 1, count do
+    local base = 3 * i
+    local limit = tonumber(argv[base])
+    local window = tonumber(argv[base + 1]) * 1000000
+    local cost = tonumber(argv[base + 2])
+    local capacity = limit * window
+    local debt = 0
+    local repair = false
+    -- pcall: a key of another type is garbage like any other, not a reason to fail the request.
+    local raw = redis.pcall('GET', keys[i])
+    if type(raw) == 'string' then
+      local tat, fraction = string.match(raw, '^(%d+):(%d+)$')
+      tat, fraction = tonumber(tat), tonumber(fraction)
+      if tat == nil or fraction == nil then
+        repair = true
+      else
+        if tat >= now then
+          if tat - now > window then
+            -- Beyond one window ahead (a corrupted value, or a failover to a server whose clock is
+            -- behind): full for one window at most.
+            debt = capacity
+            repair = true
+          else
+            debt = math.min((tat - now) * limit + math.min(fraction, limit - 1), capacity)
+          end
+        end
+        if redis.call('PTTL', keys[i]) < 0 then
           repair = true
-        else
-          debt = math.min((tat - now) * limit + math.min(fraction, limit - 1), capacity)
         end
       end
-      if redis.call('PTTL', KEYS[i]) < 0 then
-        repair = true
-      end
+    elseif type(raw) == 'table' then
+      repair = true
     end
-  elseif type(raw) == 'table' then
-    repair = true
+    limits[i], windows[i], costs[i], debts[i], repairs[i] = limit, window, cost, debt, repair
+    if debt + cost * window > capacity then
+      admitted = false
+    end
   end
-  limits[i], windows[i], costs[i], debts[i], repairs[i] = limit, window, cost, debt, repair
-  if debt + cost * window > capacity then
-    admitted = false
-  end
-end
 
-local function store(key, debt, limit)
-  if debt == 0 then
-    redis.call('DEL', key)
-    return
+  local function store(key, debt, limit)
+    if debt == 0 then
+      redis.call('DEL', key)
+      return
+    end
+    local whole = math.floor(debt / limit)
+    local ttl_ms = math.ceil(whole / 1000) + margin_ms
+    redis.call('SET', key, string.format('%.0f:%.0f', now + whole, debt - whole * limit), 'PX', string.format('%.0f', ttl_ms))
   end
-  local whole = math.floor(debt / limit)
-  local ttl_ms = math.ceil(whole / 1000) + margin_ms
-  redis.call('SET', key, string.format('%.0f:%.0f', now + whole, debt - whole * limit), 'PX', string.format('%.0f', ttl_ms))
-end
 
-local reply = { now, admitted and 1 or 0 }
-for i = 1, count do
-  local limit, window, debt = limits[i], windows[i], debts[i]
-  local cost = costs[i]
-  if admitted then
-    debt = debt + cost * window
-    cost = 0
+  local reply = { now, admitted and 1 or 0 }
+  for i = 1, count do
+    local limit, window, debt = limits[i], windows[i], debts[i]
+    local cost = costs[i]
+    if admitted then
+      debt = debt + cost * window
+      cost = 0
+    end
+    if admitted or repairs[i] then
+      store(keys[i], debt, limit)
+    end
+    local capacity = limit * window
+    local needed = debt + cost * window
+    local wait = 0
+    if needed > capacity then
+      wait = math.ceil((needed - capacity) / limit)
+    end
+    reply[#reply + 1] = math.floor((capacity - debt) / window)
+    reply[#reply + 1] = now + math.ceil(debt / limit)
+    reply[#reply + 1] = wait
   end
-  if admitted or repairs[i] then
-    store(KEYS[i], debt, limit)
-  end
-  local capacity = limit * window
-  local needed = debt + cost * window
-  local wait = 0
-  if needed > capacity then
-    wait = math.ceil((needed - capacity) / limit)
-  end
-  reply[#reply + 1] = math.floor((capacity - debt) / window)
-  reply[#reply + 1] = now + math.ceil(debt / limit)
-  reply[#reply + 1] = wait
+  return reply
 end
-return reply

@@ -19,7 +19,9 @@ export type LimitDecisionLabel =
   | 'fallback_rate_limited'
   | 'fallback_not_charged';
 
-export type StoreOperation = 'rate_limit_check' | 'ping' | 'ownership' | 'usage_flush' | 'usage_read';
+/** `admission`: a request id checked and the limits charged in one call (src/admission/redis-admission.ts). */
+export type StoreOperation =
+  'admission' | 'rate_limit_check' | 'ping' | 'ownership' | 'usage_flush' | 'usage_read';
 
 /** Where a store user reports each round trip: gengate_store_operation_duration_seconds and _errors_total. */
 export type ObserveStore = (operation: StoreOperation, seconds: number, failed: boolean) => void;

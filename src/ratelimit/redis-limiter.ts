@@ -6,14 +6,13 @@ import { performance } from 'node:perf_hooks';
 import {
   defineScript,
   tenantKey,
-  withDeadline,
+  commandDeadline,
   type RedisConnection,
   type StoreLogger,
 } from '../store/redis.ts';
 import {
-  DEFAULT_STORE_PROBE_INTERVAL_MS,
   STORE_UNAVAILABLE_RETRY_AFTER_SECONDS,
-  createStoreBreaker,
+  type StoreBreaker,
   type StoreFailMode,
 } from '../store/circuit-breaker.ts';
 import { decide, decideWithoutStore, storeUnavailableDecision } from './decision.ts';
@@ -24,6 +23,8 @@ import type { LimitRequest, RateDecision, RateLimiter } from './types.ts';
 
 export interface RedisRateLimiterOptions {
   connection: RedisConnection;
+  /** The connection's breaker, shared with the other users of the connection. */
+  breaker: StoreBreaker;
   commandTimeoutMs: number;
   failMode: StoreFailMode;
   metrics: RateLimitMetrics;
@@ -33,13 +34,14 @@ export interface RedisRateLimiterOptions {
    * limit / fallbackReplicas, so an outage does not multiply a tenant's limit by the replica count.
    */
   fallbackReplicas?: number;
-  probeIntervalMs?: number;
   /** Tests only: the script takes "now" (µs) from here instead of Redis TIME. Never set in production. */
   scriptClockForTests?: () => number;
 }
 
 const SCRIPT_COMMAND = 'gengateRateLimit';
-const GCRA_LUA = readFileSync(new URL('gcra.lua', import.meta.url), 'utf8');
+/** Defines `charge_limits(keys, argv)`, for scripts that charge limits (see gcra.lua). */
+export const CHARGE_LIMITS_LUA = readFileSync(new URL('gcra.lua', import.meta.url), 'utf8');
+const RATE_LIMIT_LUA = `${CHARGE_LIMITS_LUA}\nreturn charge_limits(KEYS, ARGV)`;
 const REPLY_HEADER_LENGTH = 2;
 const REPLY_VALUES_PER_LIMIT = 3;
 
@@ -54,11 +56,12 @@ function integerAt(reply: readonly unknown[], index: number): number {
   return value;
 }
 
-function parseReply(
-  reply: unknown,
-  limitCount: number,
-): { nowMicros: number; admitted: boolean; verdicts: LimitVerdict[] } {
-  if (!Array.isArray(reply) || reply.length !== REPLY_HEADER_LENGTH + REPLY_VALUES_PER_LIMIT * limitCount) {
+/** The decision in a reply of charge_limits for `limits`, asked in that order. */
+export function decisionFromReply(reply: unknown, limits: readonly LimitRequest[]): RateDecision {
+  if (
+    !Array.isArray(reply) ||
+    reply.length !== REPLY_HEADER_LENGTH + REPLY_VALUES_PER_LIMIT * limits.length
+  ) {
     throw new Error('unexpected rate-limit script reply');
   }
   const verdicts: LimitVerdict[] = [];
@@ -69,7 +72,19 @@ function parseReply(
       waitMicros: integerAt(reply, offset + 2),
     });
   }
-  return { nowMicros: integerAt(reply, 0), admitted: integerAt(reply, 1) === 1, verdicts };
+  return decide(limits, integerAt(reply, 0), integerAt(reply, 1) === 1, verdicts, true);
+}
+
+/** The keys and arguments of charge_limits for one tenant's limits. */
+export function chargeLimitsInput(
+  tenantId: string,
+  limits: readonly LimitRequest[],
+  scriptClock: (() => number) | undefined,
+): { keys: string[]; args: string[] } {
+  const args = [scriptClock === undefined ? '' : String(scriptClock()), String(STATE_TTL_MARGIN_MS)];
+  for (const request of limits)
+    args.push(String(request.limit), String(request.windowSeconds), String(request.cost));
+  return { keys: limits.map((request) => rateLimitKey(tenantId, request.id)), args };
 }
 
 function fallbackShare(limits: readonly LimitRequest[], replicas: number): LimitRequest[] {
@@ -82,7 +97,9 @@ function fallbackShare(limits: readonly LimitRequest[], replicas: number): Limit
 
 export function createRedisRateLimiter(options: RedisRateLimiterOptions): RateLimiter {
   const { connection, commandTimeoutMs, metrics, logger } = options;
-  const runScript = defineScript(connection, SCRIPT_COMMAND, GCRA_LUA);
+  const { breaker } = options;
+  const bounded = commandDeadline(connection, commandTimeoutMs);
+  const runScript = defineScript(connection, SCRIPT_COMMAND, RATE_LIMIT_LUA);
   const fallback = createMemoryRateLimiter();
   const fallbackReplicas = options.fallbackReplicas ?? 1;
   const scriptClock = options.scriptClockForTests;
@@ -90,7 +107,7 @@ export function createRedisRateLimiter(options: RedisRateLimiterOptions): RateLi
   async function timed<T>(operation: StoreOperation, run: () => Promise<T>): Promise<T> {
     const started = performance.now();
     try {
-      const result = await withDeadline(run(), commandTimeoutMs);
+      const result = await bounded(run());
       metrics.observeStore(operation, (performance.now() - started) / 1000, false);
       return result;
     } catch (error) {
@@ -99,30 +116,17 @@ export function createRedisRateLimiter(options: RedisRateLimiterOptions): RateLi
     }
   }
 
-  const breaker = createStoreBreaker({
-    probeIntervalMs: options.probeIntervalMs ?? DEFAULT_STORE_PROBE_INTERVAL_MS,
-    probe: async () => {
-      await timed('ping', () => connection.ping());
-    },
-    onChange: (open) => {
-      metrics.setDegraded(open);
-      if (open)
-        logger?.warn(
-          { failMode: options.failMode },
-          'rate-limit store failing; bypassing it until it answers',
-        );
-      else logger?.info({}, 'rate-limit store answering again; exact limits resumed');
-    },
+  breaker.onChange((open) => {
+    metrics.setDegraded(open);
+    if (open)
+      logger?.warn({ failMode: options.failMode }, 'rate-limit store failing; bypassing it until it answers');
+    else logger?.info({}, 'rate-limit store answering again; exact limits resumed');
   });
 
   async function checkInStore(tenantId: string, limits: readonly LimitRequest[]): Promise<RateDecision> {
-    const args = [scriptClock === undefined ? '' : String(scriptClock()), String(STATE_TTL_MARGIN_MS)];
-    for (const request of limits)
-      args.push(String(request.limit), String(request.windowSeconds), String(request.cost));
-    const keys = limits.map((request) => rateLimitKey(tenantId, request.id));
+    const { keys, args } = chargeLimitsInput(tenantId, limits, scriptClock);
     const reply = await timed('rate_limit_check', () => runScript(keys.length, ...keys, ...args));
-    const { nowMicros, admitted, verdicts } = parseReply(reply, limits.length);
-    return decide(limits, nowMicros, admitted, verdicts, true);
+    return decisionFromReply(reply, limits);
   }
 
   async function decideWhileDegraded(
@@ -162,7 +166,6 @@ export function createRedisRateLimiter(options: RedisRateLimiterOptions): RateLi
       return breaker.open;
     },
     close() {
-      breaker.stop();
       return Promise.resolve();
     },
   };

@@ -1,5 +1,10 @@
 // Keeps a failing store off the request path: once tripped, requests skip the store entirely (no timeout
-// to wait out, no connection attempt) until a background probe succeeds, then it closes by itself.
+// to wait out, no connection attempt) until a background probe succeeds, then it closes by itself. One
+// breaker per connection: the rate limiter and request ownership share it, so one failed call takes both
+// off the store at once and one probe brings both back.
+import type { ObserveStore } from '../ratelimit/metrics.ts';
+import { commandDeadline, type RedisConnection } from './redis.ts';
+
 /** What a store user does while the store cannot answer: serve from a per-replica fallback, or refuse. */
 export type StoreFailMode = 'open' | 'closed';
 
@@ -11,6 +16,8 @@ export interface StoreBreaker {
   readonly open: boolean;
   /** Opens the breaker; true when this call opened it (it was closed). */
   trip(): boolean;
+  /** Calls `listener` on every change, with the new state. */
+  onChange(listener: (open: boolean) => void): void;
   /** Stops probing for good (shutdown). */
   stop(): void;
 }
@@ -19,21 +26,24 @@ export interface StoreBreakerOptions {
   /** Resolves when the store answers in time. */
   probe: () => Promise<void>;
   probeIntervalMs: number;
-  onChange: (open: boolean) => void;
 }
 
 export function createStoreBreaker(options: StoreBreakerOptions): StoreBreaker {
   let open = false;
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
+  const listeners: ((open: boolean) => void)[] = [];
+
+  function change(to: boolean): void {
+    open = to;
+    for (const listener of listeners) listener(to);
+  }
 
   function scheduleProbe(): void {
     if (stopped) return;
     timer = setTimeout(() => {
       options.probe().then(() => {
-        if (stopped) return;
-        open = false;
-        options.onChange(false);
+        if (!stopped) change(false);
       }, scheduleProbe);
     }, options.probeIntervalMs);
     // Probing alone must not keep a process alive that has nothing else to do.
@@ -46,14 +56,37 @@ export function createStoreBreaker(options: StoreBreakerOptions): StoreBreaker {
     },
     trip() {
       if (open || stopped) return false;
-      open = true;
-      options.onChange(true);
+      change(true);
       scheduleProbe();
       return true;
+    },
+    onChange(listener) {
+      listeners.push(listener);
     },
     stop() {
       stopped = true;
       clearTimeout(timer);
     },
   };
+}
+
+/** The breaker of one Redis connection, probed with PING (each probe observed as the `ping` operation). */
+export function createConnectionBreaker(
+  connection: RedisConnection,
+  options: { commandTimeoutMs: number; probeIntervalMs?: number; observeStore?: ObserveStore },
+): StoreBreaker {
+  const bounded = commandDeadline(connection, options.commandTimeoutMs);
+  return createStoreBreaker({
+    probeIntervalMs: options.probeIntervalMs ?? DEFAULT_STORE_PROBE_INTERVAL_MS,
+    probe: async () => {
+      const started = performance.now();
+      let failed = true;
+      try {
+        await bounded(connection.ping());
+        failed = false;
+      } finally {
+        options.observeStore?.('ping', (performance.now() - started) / 1000, failed);
+      }
+    },
+  });
 }

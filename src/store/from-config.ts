@@ -1,8 +1,11 @@
-// Opens what `store` in the configuration asks for: the rate limiter, the usage meter and request
-// ownership, in this process (`memory`, one replica) or on one shared Redis connection (`redis`).
-// The caller closes it.
+// Opens what `store` in the configuration asks for: the rate limiter, the usage meter, request ownership
+// and the admission that combines the last two, in this process (`memory`, one replica) or on one shared
+// Redis connection with one circuit breaker (`redis`). The caller closes it.
 import type { FastifyBaseLogger } from 'fastify';
 import type { Registry } from 'prom-client';
+import { Cluster } from 'ioredis';
+import { createSequentialAdmission, type Admission } from '../admission/admission.ts';
+import { createRedisAdmission } from '../admission/redis-admission.ts';
 import type { GatewayConfig } from '../config/schema.ts';
 import { createMemoryOwnershipStore } from '../ownership/memory-store.ts';
 import { createRedisOwnershipStore } from '../ownership/redis-store.ts';
@@ -13,6 +16,7 @@ import { createRedisRateLimiter } from '../ratelimit/redis-limiter.ts';
 import type { RateLimiter } from '../ratelimit/types.ts';
 import { createMemoryUsageMeter, type UsageMeter } from '../usage/meter.ts';
 import { createRedisUsageMeter } from '../usage/redis-meter.ts';
+import { createConnectionBreaker } from './circuit-breaker.ts';
 import { createRedisConnection, waitUntilConnected } from './redis.ts';
 
 // Start-up only: long enough for a healthy Redis, short enough that a dead one does not hold the
@@ -23,6 +27,7 @@ export interface GatewayStore {
   limiter: RateLimiter;
   usage: UsageMeter;
   ownership: OwnershipStore;
+  admission: Admission;
   close(): Promise<void>;
 }
 
@@ -39,6 +44,7 @@ export async function openStore(
       limiter,
       usage,
       ownership,
+      admission: createSequentialAdmission(ownership, limiter),
       close: async () => {
         await Promise.all([limiter.close(), usage.close(), ownership.close()]);
       },
@@ -56,9 +62,16 @@ export async function openStore(
   await waitUntilConnected(connection, STARTUP_CONNECT_WAIT_MS).catch(() => {
     deps.logger.warn({}, 'store not reachable at start-up; serving per its failMode until it is');
   });
+  const { commandTimeoutMs } = store.redis;
+  const ownershipTtlMs = store.ownershipTtlSeconds * 1000;
+  const breaker = createConnectionBreaker(connection, {
+    commandTimeoutMs,
+    observeStore: metrics.observeStore,
+  });
   const limiter = createRedisRateLimiter({
     connection,
-    commandTimeoutMs: store.redis.commandTimeoutMs,
+    breaker,
+    commandTimeoutMs,
     failMode: store.failMode,
     fallbackReplicas: store.replicas,
     metrics,
@@ -66,23 +79,39 @@ export async function openStore(
   });
   const usage = createRedisUsageMeter({
     connection,
-    commandTimeoutMs: store.redis.commandTimeoutMs,
+    commandTimeoutMs,
     logger: deps.logger,
     observeStore: metrics.observeStore,
   });
   const ownership = createRedisOwnershipStore({
     connection,
-    commandTimeoutMs: store.redis.commandTimeoutMs,
+    breaker,
+    commandTimeoutMs,
     failMode: store.failMode,
-    ttlMs: store.ownershipTtlSeconds * 1000,
+    ttlMs: ownershipTtlMs,
     logger: deps.logger,
     observeStore: metrics.observeStore,
   });
+  // In a Cluster an id's key and a tenant's limit keys hash to different slots: no single script.
+  const admission =
+    connection instanceof Cluster
+      ? createSequentialAdmission(ownership, limiter)
+      : createRedisAdmission({
+          connection,
+          breaker,
+          commandTimeoutMs,
+          ownership,
+          ownershipTtlMs,
+          limiter,
+          metrics,
+        });
   return {
     limiter,
     usage,
     ownership,
+    admission,
     async close() {
+      breaker.stop();
       await Promise.all([limiter.close(), usage.close(), ownership.close()]);
       connection.disconnect();
     },

@@ -77,9 +77,9 @@ export function createRedisConnection(
     return cluster;
   }
   const url = options.url ?? DEFAULT_REDIS_URL;
-  // Commands issued in the same tick share one socket write (docs/performance.md). Not for Cluster:
-  // there it broke script calls in test/ratelimit/cluster.test.ts.
-  const redis = new Redis(url, { ...perNode, keyPrefix: options.keyPrefix, enableAutoPipelining: true });
+  // No auto-pipelining: ioredis keeps one auto-pipeline in flight per connection, so a request's command
+  // issued meanwhile waits for that batch's round trip before it is even written (docs/performance.md).
+  const redis = new Redis(url, { ...perNode, keyPrefix: options.keyPrefix });
   logStateChanges(redis, redactRedisUrl(url), logger);
   return redis;
 }
@@ -133,8 +133,20 @@ class StoreTimeoutError extends Error {
   }
 }
 
-// ioredis bounds each command with commandTimeout, but a Cluster may re-send a command after a redirect or
-// CLUSTERDOWN; this bounds the whole wait, whatever the client does underneath.
+/**
+ * What bounds a command's wait on `connection`. On a single Redis, ioredis's commandTimeout does (no
+ * offline queue, no retries: a command fails at once or within it), and a deadline of our own would only
+ * add a timer per call. A Cluster may re-send a command after a redirect or CLUSTERDOWN, so there the
+ * whole wait gets a deadline, whatever the client does underneath.
+ */
+export function commandDeadline(
+  connection: RedisConnection,
+  timeoutMs: number,
+): <T>(operation: Promise<T>) => Promise<T> {
+  if (connection instanceof Cluster) return (operation) => withDeadline(operation, timeoutMs);
+  return (operation) => operation;
+}
+
 export async function withDeadline<T>(operation: Promise<T>, timeoutMs: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_resolve, reject) => {

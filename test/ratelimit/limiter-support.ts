@@ -4,6 +4,7 @@ import { Registry } from 'prom-client';
 import { createRateLimitMetrics } from '../../src/ratelimit/metrics.ts';
 import { createRedisRateLimiter, type RedisRateLimiterOptions } from '../../src/ratelimit/redis-limiter.ts';
 import type { RateLimiter } from '../../src/ratelimit/types.ts';
+import { createConnectionBreaker } from '../../src/store/circuit-breaker.ts';
 import {
   createRedisConnection,
   waitUntilConnected,
@@ -22,25 +23,37 @@ export interface TestLimiter {
   close(): Promise<void>;
 }
 
+export type TestLimiterOptions = Partial<
+  Omit<RedisRateLimiterOptions, 'connection' | 'metrics' | 'breaker'> & { probeIntervalMs: number }
+>;
+
 export async function startTestLimiter(
   target: Pick<RedisConnectionOptions, 'url' | 'nodes'>,
-  options: Partial<Omit<RedisRateLimiterOptions, 'connection' | 'metrics'>> = {},
+  { probeIntervalMs, ...options }: TestLimiterOptions = {},
 ): Promise<TestLimiter> {
   const commandTimeoutMs = options.commandTimeoutMs ?? EXACT_DECISIONS_COMMAND_TIMEOUT_MS;
   const connection = createRedisConnection({ ...target, keyPrefix: 'gengate:', commandTimeoutMs });
   await waitUntilConnected(connection, CONNECT_WAIT_MS);
   const registry = new Registry();
+  const metrics = createRateLimitMetrics(registry);
+  const breaker = createConnectionBreaker(connection, {
+    commandTimeoutMs,
+    observeStore: metrics.observeStore,
+    ...(probeIntervalMs === undefined ? {} : { probeIntervalMs }),
+  });
   const limiter = createRedisRateLimiter({
     failMode: 'open',
     ...options,
     commandTimeoutMs,
     connection,
-    metrics: createRateLimitMetrics(registry),
+    breaker,
+    metrics,
   });
   return {
     limiter,
     registry,
     async close() {
+      breaker.stop();
       await limiter.close();
       connection.disconnect();
     },

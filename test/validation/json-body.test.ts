@@ -2,6 +2,8 @@
 // ways (duplicate names, odd encodings, prototype tricks) are refused with 400 invalid_json before
 // anything is forwarded; an accepted body reaches the upstream byte for byte.
 import { describe, expect, test } from 'vitest';
+import { parseJsonLossless } from '../../src/json/lossless.ts';
+import { parseJsonBody } from '../../src/validation/json-body.ts';
 import { useGatewayHarness } from '../support/gateway-harness.ts';
 import {
   GENEROUS_UPSTREAM_REQUESTS_PER_MINUTE,
@@ -40,6 +42,7 @@ describe('malformed bodies: 400 invalid_json', () => {
     ['a JSON array', '[{}]', 'the request body must be a JSON object'],
     ['a JSON string', '"{}"', 'the request body must be a JSON object'],
     ['a number', '1', 'the request body must be a JSON object'],
+    ['a big integer', '12345678901234567890', 'the request body must be a JSON object'],
     ['null', 'null', 'the request body must be a JSON object'],
   ])('%s', async (_name, body, message) => {
     await expectInvalidJson(body, message);
@@ -66,6 +69,7 @@ describe('duplicate member names, at any depth and however spelt: 400 invalid_js
     ['top level, spelt with an escape', '{"samples":1,"\\u0073amples":25}', 'samples'],
     ['top level, both escaped differently', '{"\\u0073amples":1,"sampl\\u0065s":25}', 'samples'],
     ['null then a value', '{"safetyLevel":null,"safetyLevel":"low"}', 'safetyLevel'],
+    ['a big integer then a small one', '{"seed":12345678901234567890,"seed":1}', 'seed'],
     ['nested', '{"input":{"positivePrompt":"a","positivePrompt":"b"}}', 'input.positivePrompt'],
     [
       'nested, escaped',
@@ -163,6 +167,95 @@ describe('nesting depth: at most 32 levels', () => {
     const body = `{"input":{"positivePrompt":"${'['.repeat(100)}"}}`;
     expect((await postJson(harness, IMAGES, body)).status).toBe(200);
     expectForwardedVerbatim(harness, IMAGES, body);
+  });
+});
+
+describe('integers that are not safe integers keep every digit, wherever they sit', () => {
+  function parsed(text: string): Record<string, unknown> {
+    return parseJsonBody(Buffer.from(text)).value;
+  }
+
+  test.each([
+    ['2^53 - 1 stays a number', '{"n":9007199254740991}', { n: 9007199254740991 }],
+    ['2^53 becomes a bigint', '{"n":9007199254740992}', { n: 9007199254740992n }],
+    ['2^53 + 1 keeps its last digit', '{"n":9007199254740993}', { n: 9007199254740993n }],
+    ['-(2^53 - 1) stays a number', '{"n":-9007199254740991}', { n: -9007199254740991 }],
+    ['-(2^53 + 1) keeps its last digit', '{"n":-9007199254740993}', { n: -9007199254740993n }],
+    ['a 40-digit integer', `{"n":${'9'.repeat(40)}}`, { n: 10n ** 40n - 1n }],
+    [
+      'several at the top level, around other members',
+      '{"a":1,"seed":9223372036854775807,"b":"x","c":-9223372036854775809,"d":2.5}',
+      { a: 1, seed: 9223372036854775807n, b: 'x', c: -9223372036854775809n, d: 2.5 },
+    ],
+    [
+      'nested in objects',
+      '{"a":{"b":{"c":12345678901234567890}},"d":12345678901234567891}',
+      { a: { b: { c: 12345678901234567890n } }, d: 12345678901234567891n },
+    ],
+    [
+      'in arrays, nested arrays and after a closed container',
+      '{"list":[1,12345678901234567890,[2,[]],[3,-98765432109876543210],{},12345678901234567891]}',
+      {
+        list: [1, 12345678901234567890n, [2, []], [3, -98765432109876543210n], {}, 12345678901234567891n],
+      },
+    ],
+    [
+      'in arrays of objects',
+      '{"loras":[{"id":"a","seed":1},{"id":"b","seed":18446744073709551615},[{"x":18446744073709551616}]]}',
+      {
+        loras: [
+          { id: 'a', seed: 1 },
+          { id: 'b', seed: 18446744073709551615n },
+          [{ x: 18446744073709551616n }],
+        ],
+      },
+    ],
+    [
+      'with spaces, tabs and newlines between the tokens',
+      '{ "a" :\n[ 12345678901234567890 ,\t{ "b" : -12345678901234567890 } ] }',
+      { a: [12345678901234567890n, { b: -12345678901234567890n }] },
+    ],
+    [
+      'under member names that contain dots',
+      '{"a.b":{"c":12345678901234567890},"a":{"b":{"c":1}}}',
+      { 'a.b': { c: 12345678901234567890n }, a: { b: { c: 1 } } },
+    ],
+    [
+      'under member names spelt with escapes',
+      '{"\\u0073eed":12345678901234567890,"q\\"t":{"b\\\\":12345678901234567891},"":12345678901234567892}',
+      { seed: 12345678901234567890n, 'q"t': { 'b\\': 12345678901234567891n }, '': 12345678901234567892n },
+    ],
+    [
+      'digits inside strings stay strings, names included',
+      '{"s":"12345678901234567890","t":"[12345678901234567890,{\\"u\\":1}]","12345678901234567890":1}',
+      { s: '12345678901234567890', t: '[12345678901234567890,{"u":1}]', '12345678901234567890': 1 },
+    ],
+    [
+      'decimals stay doubles, however many digits',
+      '{"a":12345678901234567890.0,"b":0.12345678901234567890123,"c":9007199254740993.5,"d":-1.0}',
+      {
+        a: Number('12345678901234567890.0'),
+        b: Number('0.12345678901234567890123'),
+        c: Number('9007199254740993.5'),
+        d: -1,
+      },
+    ],
+    [
+      'exponents stay doubles, their digits included',
+      '{"a":1e20,"b":12345678901234567890E0,"c":1e-12345678901234567890,"d":2E+12345678901234567890}',
+      { a: 1e20, b: Number('12345678901234567890E0'), c: 0, d: Infinity },
+    ],
+  ])('%s', (_name, text, expected) => {
+    expect(parsed(text)).toStrictEqual(expected);
+    // The simulator parses with a reviver instead; both must read every body the same way.
+    expect(parsed(text)).toStrictEqual(parseJsonLossless(text));
+  });
+
+  test('the seed of a real submission', () => {
+    const text =
+      '{"model":"vendor@studio-xl","input":{"positivePrompt":"a lighthouse","negativePrompt":"blurry"},' +
+      '"samples":1,"CFGScale":7.5,"steps":25,"seed":9223372036854775807,"dimensions":{"width":1024}}';
+    expect(parsed(text)).toStrictEqual({ ...JSON.parse(text), seed: 9223372036854775807n });
   });
 });
 

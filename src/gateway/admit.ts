@@ -1,0 +1,57 @@
+// The last step before a request is forwarded: its request id and its charge decided together, in one
+// store call where the store allows it (src/admission), and the decision turned into rate-limit headers or
+// the refusal the contract names. Runs after authentication, validation and policy, so what is charged is
+// what will be sent.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Admission, RequestIdCheck } from '../admission/admission.ts';
+import { gatewayError } from '../errors/registry.ts';
+import { ensureRequestId } from '../ownership/request-id.ts';
+import type { TakenOutcome } from '../ownership/store.ts';
+import type { GatewayRoute } from '../routing/route-table.ts';
+import { parsedJsonBody } from '../validation/json-body.ts';
+import { applicableLimits, limitHeadersOrRefusal } from './limits.ts';
+import { gatewayRouteOf, requestIdParam, tenantOf } from './request-context.ts';
+
+export interface AdmitHookOptions {
+  admission: Admission;
+  /** The 409 or the idempotent replay of a create whose id is taken (src/ownership/hooks.ts). */
+  answerTakenRequestId: (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    requestId: string,
+    outcome: TakenOutcome,
+  ) => Promise<FastifyReply>;
+}
+
+/** Creates claim their id (assigned here when the client sent none); reads and cancels must own theirs. */
+function requestIdCheckOf(request: FastifyRequest, route: GatewayRoute): RequestIdCheck | undefined {
+  if (route.method === 'POST') return { requestId: ensureRequestId(request), intent: 'claim' };
+  const requestId = requestIdParam(request);
+  return requestId === undefined ? undefined : { requestId, intent: 'own' };
+}
+
+export function createAdmitHook(options: AdmitHookOptions) {
+  return async function admit(
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): Promise<FastifyReply | undefined> {
+    const route = gatewayRouteOf(request);
+    const tenant = tenantOf(request);
+    const check = requestIdCheckOf(request, route);
+    const body = route.method === 'POST' ? parsedJsonBody(request).value : undefined;
+    const result = await options.admission.admit(tenant.id, applicableLimits(tenant, route.id, body), check);
+    switch (result.kind) {
+      case 'request_id_taken':
+        return options.answerTakenRequestId(request, reply, check?.requestId ?? '', result.outcome);
+      case 'not_owned':
+        // The same answer for an unknown id and another tenant's: nothing tells one from the other.
+        throw gatewayError('request_not_found', `request ${check?.requestId ?? ''} was not found`);
+      case 'decided':
+        if (result.decision !== undefined) reply.headers(limitHeadersOrRefusal(result.decision));
+        if (check?.intent === 'claim') {
+          request.ownershipClaim = { requestId: check.requestId, tenantId: tenant.id };
+        }
+        return undefined;
+    }
+  };
+}

@@ -1,0 +1,193 @@
+// Admission (src/admission): a request's id and its charge decided together, both or neither. The same
+// cases run on a single Redis (one script call) and in memory (the sequential way), against real stores;
+// the Redis-only cases prove the single round trip and the fallback through the shared breaker.
+import { randomUUID } from 'node:crypto';
+import pino from 'pino';
+import { Registry } from 'prom-client';
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import type { GatewayConfig } from '../../src/config/schema.ts';
+import type { LimitRequest } from '../../src/ratelimit/types.ts';
+import { openStore, type GatewayStore } from '../../src/store/from-config.ts';
+import { startRedisServer, waitFor, type RedisServer } from '../support/redis-server.ts';
+
+const TTL_SECONDS = 3600;
+const COMMAND_TIMEOUT_MS = 2_000;
+const TWO_PER_MINUTE: LimitRequest[] = [{ id: 'requests', limit: 2, windowSeconds: 60, cost: 1 }];
+const SUBMISSION = { status: 200, contentType: 'application/json', body: Buffer.from('{"status":200}') };
+
+function storeConfig(kind: 'redis' | 'memory', url = 'redis://127.0.0.1:1'): GatewayConfig['store'] {
+  return {
+    kind,
+    redis: { url, keyPrefix: 'gengate:', commandTimeoutMs: COMMAND_TIMEOUT_MS },
+    failMode: 'open',
+    replicas: 1,
+    ownershipTtlSeconds: TTL_SECONDS,
+  };
+}
+
+async function open(config: GatewayConfig['store']): Promise<GatewayStore> {
+  return openStore(config, { logger: pino({ level: 'silent' }), registry: new Registry() });
+}
+
+let redis: RedisServer;
+beforeAll(async () => {
+  redis = await startRedisServer();
+});
+afterAll(async () => {
+  await redis.stop();
+});
+
+describe.each(['redis', 'memory'] as const)('admission on %s', (kind) => {
+  let store: GatewayStore;
+  afterEach(async () => {
+    await store.close();
+  });
+  const start = async () => {
+    store = await open(storeConfig(kind, redis.url));
+    return store;
+  };
+  // Each test uses fresh tenant and request ids, so the shared Redis needs no flushing.
+  const tenant = () => `t${randomUUID().slice(0, 8)}`;
+  const remaining = async (tenantId: string) => {
+    const peek = await store.limiter.check(tenantId, [{ ...TWO_PER_MINUTE[0]!, cost: 0 }], { peek: true });
+    return peek.limits[0]?.remaining;
+  };
+
+  test('a create claims its id and is charged in the same decision', async () => {
+    const { admission, ownership } = await start();
+    const [owner, other] = [tenant(), tenant()];
+    const requestId = randomUUID();
+    const result = await admission.admit(owner, TWO_PER_MINUTE, { requestId, intent: 'claim' });
+    expect(result).toMatchObject({ kind: 'decided', decision: { outcome: 'admitted', exact: true } });
+    expect(await remaining(owner)).toBe(1);
+    expect(await ownership.owns(requestId, owner)).toBe(true);
+    expect(await ownership.owns(requestId, other)).toBe(false);
+  });
+
+  test('a refused charge leaves the id unclaimed', async () => {
+    const { admission, ownership } = await start();
+    const owner = tenant();
+    for (let index = 0; index < 2; index++) {
+      await admission.admit(owner, TWO_PER_MINUTE, { requestId: randomUUID(), intent: 'claim' });
+    }
+    const requestId = randomUUID();
+    const refused = await admission.admit(owner, TWO_PER_MINUTE, { requestId, intent: 'claim' });
+    expect(refused).toMatchObject({ kind: 'decided', decision: { outcome: 'rate_limited' } });
+    expect(await ownership.owns(requestId, owner)).toBe(false);
+    // Unclaimed, so another tenant may take it.
+    const other = await admission.admit(tenant(), TWO_PER_MINUTE, { requestId, intent: 'claim' });
+    expect(other).toMatchObject({ kind: 'decided', decision: { outcome: 'admitted' } });
+  });
+
+  test('a taken id charges nothing: another tenant’s, pending, or completed (replayed)', async () => {
+    const { admission, ownership } = await start();
+    const [owner, other] = [tenant(), tenant()];
+    const requestId = randomUUID();
+    await admission.admit(owner, TWO_PER_MINUTE, { requestId, intent: 'claim' });
+
+    expect(await admission.admit(other, TWO_PER_MINUTE, { requestId, intent: 'claim' })).toEqual({
+      kind: 'request_id_taken',
+      outcome: { kind: 'owned_by_another_tenant' },
+    });
+    expect(await admission.admit(owner, TWO_PER_MINUTE, { requestId, intent: 'claim' })).toEqual({
+      kind: 'request_id_taken',
+      outcome: { kind: 'pending' },
+    });
+    await ownership.complete(requestId, owner, SUBMISSION);
+    expect(await admission.admit(owner, TWO_PER_MINUTE, { requestId, intent: 'claim' })).toEqual({
+      kind: 'request_id_taken',
+      outcome: { kind: 'replay', response: SUBMISSION },
+    });
+    expect(await remaining(owner)).toBe(1);
+    expect(await remaining(other)).toBe(2);
+  });
+
+  test('reading an id: its owner is charged; another tenant and an unknown id are not, and get not_owned', async () => {
+    const { admission } = await start();
+    const [owner, other] = [tenant(), tenant()];
+    const requestId = randomUUID();
+    await admission.admit(owner, [], { requestId, intent: 'claim' });
+
+    const read = await admission.admit(owner, TWO_PER_MINUTE, { requestId, intent: 'own' });
+    expect(read).toMatchObject({ kind: 'decided', decision: { outcome: 'admitted' } });
+    expect(await remaining(owner)).toBe(1);
+    expect(await admission.admit(other, TWO_PER_MINUTE, { requestId, intent: 'own' })).toEqual({
+      kind: 'not_owned',
+    });
+    const unknown = { requestId: randomUUID(), intent: 'own' } as const;
+    expect(await admission.admit(other, TWO_PER_MINUTE, unknown)).toEqual({ kind: 'not_owned' });
+    expect(await remaining(other)).toBe(2);
+  });
+
+  test('no limit applies: the id alone decides', async () => {
+    const { admission, ownership } = await start();
+    const owner = tenant();
+    const requestId = randomUUID();
+    expect(await admission.admit(owner, [], { requestId, intent: 'claim' })).toEqual({
+      kind: 'decided',
+      decision: undefined,
+    });
+    expect(await ownership.owns(requestId, owner)).toBe(true);
+  });
+});
+
+describe('admission on a single Redis', () => {
+  test('is one script call: the id is checked, the limits charged and the id claimed inside it', async () => {
+    const store = await open(storeConfig('redis', redis.url));
+    const monitorClient = redis.client();
+    const monitor = await monitorClient.monitor();
+    const commands: { name: string; source: string }[] = [];
+    monitor.on('monitor', (_time: string, args: string[], source: string) => {
+      commands.push({ name: (args[0] ?? '').toLowerCase(), source: source === 'lua' ? 'script' : 'client' });
+    });
+    try {
+      const requestId = randomUUID();
+      await store.admission.admit('one-call', TWO_PER_MINUTE, { requestId, intent: 'claim' });
+      await monitorClient.echo('end');
+      await waitFor('the monitor to see the end marker', () => commands.some(({ name }) => name === 'echo'));
+      const fromGateway = commands.filter(({ source, name }) => source === 'client' && name !== 'echo');
+      expect(fromGateway.map(({ name }) => name)).toEqual([expect.stringMatching(/^evalsha$|^eval$/)]);
+      expect(commands.filter(({ source }) => source === 'script').map(({ name }) => name)).toEqual([
+        'get', // the id's record
+        'time',
+        'get', // the limit's state
+        'set', // the charge
+        'set', // the claim
+      ]);
+    } finally {
+      monitor.disconnect();
+      await store.close();
+    }
+  });
+
+  test('a failing store sends both steps to their fallbacks at once (shared breaker), then recovers', async () => {
+    const own = await startRedisServer();
+    const store = await open(storeConfig('redis', own.url));
+    try {
+      await own.kill();
+      const requestId = randomUUID();
+      const degraded = await store.admission.admit('outage', TWO_PER_MINUTE, { requestId, intent: 'claim' });
+      expect(degraded).toMatchObject({ kind: 'decided', decision: { outcome: 'admitted', exact: false } });
+      expect(store.limiter.degraded).toBe(true);
+      // The fallback claim is this replica's: the same id is pending for its owner, taken for others.
+      expect(await store.admission.admit('outage', TWO_PER_MINUTE, { requestId, intent: 'claim' })).toEqual({
+        kind: 'request_id_taken',
+        outcome: { kind: 'pending' },
+      });
+      await own.restart();
+      await waitFor('the breaker to close', () => !store.limiter.degraded);
+      // Written back to the store once it answers again.
+      await waitFor('the claim to be written back', async () => {
+        return (await own.client().get(`gengate:request:${requestId}`)) === 'outage';
+      });
+      const after = await store.admission.admit('outage', TWO_PER_MINUTE, {
+        requestId: randomUUID(),
+        intent: 'claim',
+      });
+      expect(after).toMatchObject({ kind: 'decided', decision: { outcome: 'admitted', exact: true } });
+    } finally {
+      await store.close();
+      await own.stop();
+    }
+  });
+});
