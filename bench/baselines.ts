@@ -3,6 +3,7 @@
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { PRODUCTION_NODE_FLAGS } from './gengate.ts';
 import {
   LOAD_CORE,
   PROXY_CORE,
@@ -28,9 +29,16 @@ async function startNodeScript(
   core: number,
   script: string,
   args: string[],
+  nodeFlags: readonly string[] = [],
 ): Promise<Listening> {
   const port = await freePort();
-  const child = spawnPinned(name, core, process.execPath, [script, '--port', String(port), ...args]);
+  const child = spawnPinned(name, core, process.execPath, [
+    ...nodeFlags,
+    script,
+    '--port',
+    String(port),
+    ...args,
+  ]);
   await waitForPort(child, port, START_TIMEOUT_MS);
   return { process: child, port };
 }
@@ -41,7 +49,13 @@ export function startStaticUpstream(): Promise<Listening> {
 }
 
 export function startBareProxy(upstreamUrl: string): Promise<Listening> {
-  return startNodeScript('bare-proxy', PROXY_CORE, BARE_PROXY, ['--upstream', upstreamUrl]);
+  return startNodeScript(
+    'bare-proxy',
+    PROXY_CORE,
+    BARE_PROXY,
+    ['--upstream', upstreamUrl],
+    PRODUCTION_NODE_FLAGS,
+  );
 }
 
 /** nginx, or undefined when it is not installed (it is a reference, not a requirement). */

@@ -26,8 +26,11 @@ export interface ProfileSummary {
 
 const MICROSECONDS_PER_MILLISECOND = 1_000;
 const DEPENDENCY = /node_modules\/((?:@[^/]+\/)?[^/]+)/;
-const SOURCE_FOLDER = /\/(src|bench)\/([^/]+)/;
-const PROJECT_FILE_URL = /^file:\/\/.*?\/(src|bench)\//;
+// gengate runs from dist/ (compiled src/, same layout): its frames are grouped under their src/ folder,
+// and located in the compiled file.
+const SOURCE_FOLDER = /\/(src|dist|bench)\/([^/]+)/;
+const PROJECT_FILE_URL = /^file:\/\/.*?\/(src|dist|bench)\//;
+const asSourceFolder = (folder: string) => (folder === 'dist' ? 'src' : folder);
 
 function originOf(url: string, functionName: string): string {
   if (url === '') return functionName.startsWith('(') ? functionName : '(native)';
@@ -35,7 +38,7 @@ function originOf(url: string, functionName: string): string {
   const dependency = DEPENDENCY.exec(url)?.[1];
   if (dependency !== undefined) return dependency;
   const folder = SOURCE_FOLDER.exec(url);
-  if (folder !== null) return `${folder[1]!}/${folder[2]!}`;
+  if (folder !== null) return `${asSourceFolder(folder[1]!)}/${folder[2]!}`;
   return url;
 }
 

@@ -19,6 +19,12 @@ const UNREACHABLE_LIMIT = 60_000_000;
 const UPSTREAM_TOKEN_ENV = 'BENCH_UPSTREAM_TOKEN';
 // gengate as deployed (README, "Deployment"): compiled by `npm run build`, which `npm run bench` runs first.
 const GENGATE_MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
+/**
+ * The V8 settings of the deployment command (README, "Deployment"): a young generation of 2 × 16 MB
+ * instead of the default that grows to 2 × 64 MB on a large machine (docs/performance.md). The bare proxy
+ * runs with the same flags, so the two Node processes differ only in what they do.
+ */
+export const PRODUCTION_NODE_FLAGS = ['--max-semi-space-size=16'] as const;
 
 export interface BenchGengate {
   process: BenchProcess;
@@ -142,7 +148,7 @@ export async function startGengate(options: {
     name,
     PROXY_CORE,
     process.execPath,
-    [...(options.nodeFlags ?? []), GENGATE_MAIN, '--config', configFile],
+    [...PRODUCTION_NODE_FLAGS, ...(options.nodeFlags ?? []), GENGATE_MAIN, '--config', configFile],
     { env: { ...process.env, [UPSTREAM_TOKEN_ENV]: 'bench-upstream-token' }, stdoutFile: logFile },
   );
   await waitUntil(`${name} to be ready`, () => isReady(adminPort), START_TIMEOUT_MS, gengate);
