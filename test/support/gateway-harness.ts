@@ -118,7 +118,7 @@ tenants:
     usage: store.usage,
     limiter: store.limiter,
     ownership: store.ownership,
-  admission: store.admission,
+    admission: store.admission,
   });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
   return {
