@@ -8,6 +8,7 @@ import type { TenantDirectory } from './auth/tenant-directory.ts';
 import type { GatewayConfig } from './config/schema.ts';
 import { answerFrameworkError, installErrorHandling } from './errors/error-handler.ts';
 import { installDraining } from './gateway/draining.ts';
+import { installRequestContext } from './gateway/request-context.ts';
 import { registerGatewayRoutes, type CredentialSource } from './gateway/routes.ts';
 import type { GatewayMetrics } from './observability/metrics.ts';
 import { installRequestObserver } from './observability/request-observer.ts';
@@ -65,6 +66,7 @@ export function buildApp(config: GatewayConfig, deps: AppDependencies): FastifyI
   });
 
   installErrorHandling(app);
+  installRequestContext(app);
   installDraining(app);
   installRequestObserver(app, deps.metrics);
   installJsonBodyParser(app, config.server.bodyLimitBytes);

@@ -1,12 +1,36 @@
 // What the gateway's hooks know about a request by the time they run: the allowlisted route it matched
 // (from the route's config) and, after authentication, its tenant. Reading them through these functions
 // turns a hook wired in the wrong place into a loud error instead of a silent `undefined`.
-import type { FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import type { TenantConfig } from '../config/schema.ts';
 import type { GatewayRoute } from '../routing/route-table.ts';
 
+/**
+ * Declares every field gengate keeps on a request (src/types/fastify.d.ts), so all requests share one
+ * shape, and records the matched route once: Fastify's `request.routeOptions` builds a new object on
+ * every read.
+ */
+export function installRequestContext(app: FastifyInstance): void {
+  for (const field of [
+    'gatewayRoute',
+    'receivedAt',
+    'caller',
+    'upstreamMs',
+    'upstreamStatus',
+    'policyLog',
+    'ownershipClaim',
+  ] as const) {
+    app.decorateRequest(field, undefined);
+  }
+  app.addHook('onRequest', (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) => {
+    request.receivedAt = performance.now();
+    request.gatewayRoute = request.routeOptions.config.gatewayRoute;
+    done();
+  });
+}
+
 export function gatewayRouteOf(request: FastifyRequest): GatewayRoute {
-  const route = request.routeOptions.config.gatewayRoute;
+  const route = request.gatewayRoute;
   if (route === undefined) throw new Error('gateway hook on a route without gatewayRoute config');
   return route;
 }

@@ -1,7 +1,7 @@
 // Admission of a request target (contract section 3), before authentication and before any body is
 // read. Fastify's router decodes percent-encodings and accepts spellings that name no route (see
 // docs/architecture.md), so only the exact canonical target of the matched route is admitted.
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { routeNotFound } from '../errors/error-handler.ts';
 import { gatewayError } from '../errors/registry.ts';
 import { canonicalTarget, isUuid, type GatewayRoute } from '../routing/route-table.ts';
@@ -18,7 +18,11 @@ export function assertCanonicalTarget(
 }
 
 /** The canonical target, no body on GET/DELETE, and no compressed body. */
-export async function admitRequestTarget(request: FastifyRequest): Promise<void> {
+export function admitRequestTarget(
+  request: FastifyRequest,
+  _reply: FastifyReply,
+  done: HookHandlerDoneFunction,
+): void {
   const route = gatewayRouteOf(request);
   assertCanonicalTarget(request, route);
   if (route.method !== 'POST') {
@@ -31,4 +35,5 @@ export async function admitRequestTarget(request: FastifyRequest): Promise<void>
   if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
     throw gatewayError('unsupported_media_type', 'compressed request bodies are not accepted');
   }
+  done();
 }

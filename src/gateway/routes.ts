@@ -1,6 +1,13 @@
 // The gateway's routes: one Fastify route per row of the allowlist, each guarded by the same hooks
 // (exact request target, then authentication) before anything is parsed or forwarded.
-import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
+import type {
+  DoneFuncWithErrOrRes,
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  HTTPMethods,
+  HookHandlerDoneFunction,
+} from 'fastify';
 import type { AuthFailureGuard } from '../auth/failure-guard.ts';
 import type { TenantDirectory } from '../auth/tenant-directory.ts';
 import { GatewayError, gatewayError, type ErrorCode } from '../errors/registry.ts';
@@ -53,24 +60,30 @@ const ALL_METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PAT
 
 function addDeprecationHeaders(route: GatewayRoute) {
   const link = `<${route.successorPath ?? route.path}>; rel="successor-version"`;
-  return async (_request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+  return (_request: FastifyRequest, reply: FastifyReply, payload: unknown, done: DoneFuncWithErrOrRes) => {
     reply.header('deprecation', 'true').header('link', link);
-    return payload;
+    done(null, payload);
   };
 }
 
 export function registerGatewayRoutes(app: FastifyInstance, options: GatewayRoutesOptions): void {
-  const authenticate = async (request: FastifyRequest) => {
+  // Synchronous hooks (with `done`) wherever nothing is awaited: an async hook costs every request a
+  // promise and two microtasks (docs/performance.md).
+  const authenticate = (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) => {
     try {
       request.caller = options.tenants().authenticate(request.headers.authorization, options.now());
     } catch (error) {
       // A wrong or expired key is a guess and counts; a missing one is not. Past the address's limit,
       // recordFailure answers 429 in place of the 401.
       if (error instanceof GatewayError && error.code !== 'missing_api_key') {
-        await options.authFailures.recordFailure(request);
+        options.authFailures.recordFailure(request).then(() => {
+          done(error);
+        }, done);
+        return;
       }
       throw error;
     }
+    done();
   };
 
   async function forward(request: FastifyRequest, reply: FastifyReply) {
@@ -137,7 +150,7 @@ export function registerGatewayRoutes(app: FastifyInstance, options: GatewayRout
   });
   const preHandlerFor = (route: GatewayRoute) => (route.method === 'POST' ? [enforcePolicy, admit] : [admit]);
   const answerAccountLocally = createAccountHandler(options.usage, options.now);
-  async function countServedRequest(request: FastifyRequest, reply: FastifyReply) {
+  function countServedRequest(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) {
     if (request.caller !== undefined && reply.statusCode < 300) {
       options.usage.record(
         request.caller.tenant.id,
@@ -145,6 +158,7 @@ export function registerGatewayRoutes(app: FastifyInstance, options: GatewayRout
         options.now(),
       );
     }
+    done();
   }
 
   for (const route of GATEWAY_ROUTES) {

@@ -1,7 +1,7 @@
 // The ownership steps of the request pipeline (contract section 7; order in docs/ownership.md): the
 // answer to a create whose requestId is taken, and the settling of a claim once the create is answered.
 // The claim itself, and the ownership check of GET and DELETE, are part of admission (src/gateway/admit.ts).
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { DoneFuncWithErrOrRes, FastifyReply, FastifyRequest } from 'fastify';
 import type { TenantConfig } from '../config/schema.ts';
 import { gatewayError } from '../errors/registry.ts';
 import { peekTenantLimits } from '../gateway/limits.ts';
@@ -86,13 +86,17 @@ export function createOwnershipHooks(options: OwnershipHooksOptions) {
    * The write is issued before the answer leaves but not waited for (it is off the request's path); a
    * replica's commands run in the order issued, so its next claim of the id already sees the record.
    */
-  async function settleClaim(
+  function settleClaim(
     request: FastifyRequest,
     reply: FastifyReply,
     payload: unknown,
-  ): Promise<unknown> {
+    done: DoneFuncWithErrOrRes,
+  ): void {
     const claim = request.ownershipClaim;
-    if (claim === undefined) return payload;
+    if (claim === undefined) {
+      done(null, payload);
+      return;
+    }
     request.ownershipClaim = undefined;
     const status = reply.statusCode;
     let settled: Promise<void> | undefined;
@@ -109,7 +113,7 @@ export function createOwnershipHooks(options: OwnershipHooksOptions) {
         'request id not settled; it stays pending until it expires',
       );
     });
-    return payload;
+    done(null, payload);
   }
 
   return { answerTakenRequestId, settleClaim };

@@ -1,7 +1,7 @@
 // The policy step of the create routes (a preHandler, after validation, before rate limits): applies the
 // tenant's policy to the parsed body, answers a rejection, and replaces the body with its rewrite, so the
 // limits charge and the upstream receives exactly what the policy decided.
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { gatewayError } from '../errors/registry.ts';
 import { stringifyJson } from '../json/lossless.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
@@ -28,7 +28,11 @@ function policyLogFields(outcome: PolicyOutcome): Record<string, string> {
 }
 
 export function createPolicyHook(metrics: Pick<GatewayMetrics, 'policyActions'>) {
-  return async function enforcePolicy(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  return function enforcePolicy(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    done: HookHandlerDoneFunction,
+  ): void {
     const route = gatewayRouteOf(request).id;
     const tenant = tenantOf(request);
     if (route !== 'images.create' && route !== 'videos.create')
@@ -45,5 +49,6 @@ export function createPolicyHook(metrics: Pick<GatewayMetrics, 'policyActions'>)
       reply.header(POLICY_HEADER, formatPolicyHeader(outcome.changes));
       request.body = { raw: Buffer.from(stringifyJson(outcome.body), 'utf8'), value: outcome.body };
     }
+    done();
   };
 }

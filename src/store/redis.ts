@@ -4,6 +4,7 @@
 // reconnection happens in the background with a capped backoff.
 import { Cluster, Redis } from 'ioredis';
 import { DEFAULT_REDIS_URL } from '../config/schema.ts';
+import { coalesceWrites } from './coalesce-writes.ts';
 
 export type RedisConnection = Redis | Cluster;
 
@@ -69,6 +70,7 @@ export function createRedisConnection(
       slotsRefreshTimeout: SLOTS_REFRESH_TIMEOUT_MS,
       redisOptions: perNode,
     });
+    cluster.on('+node', coalesceWrites);
     logStateChanges(
       cluster,
       `cluster ${options.nodes.map((node) => `${node.host}:${node.port}`).join(',')}`,
@@ -79,7 +81,9 @@ export function createRedisConnection(
   const url = options.url ?? DEFAULT_REDIS_URL;
   // No auto-pipelining: ioredis keeps one auto-pipeline in flight per connection, so a request's command
   // issued meanwhile waits for that batch's round trip before it is even written (docs/performance.md).
+  // coalesceWrites batches the writes of one event-loop turn instead, and never waits for a reply.
   const redis = new Redis(url, { ...perNode, keyPrefix: options.keyPrefix });
+  coalesceWrites(redis);
   logStateChanges(redis, redactRedisUrl(url), logger);
   return redis;
 }

@@ -4,6 +4,10 @@ import type { GatewayRoute } from '../routing/route-table.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
+    /** The allowlisted route the request matched; undefined for anything else (404, 405). */
+    gatewayRoute?: GatewayRoute;
+    /** performance.now() when the request arrived. */
+    receivedAt?: number;
     /** Set by authentication on every gateway route. */
     caller?: AuthenticatedCaller;
     /** Milliseconds spent waiting on the upstream, when the request reached it. */

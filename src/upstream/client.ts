@@ -1,7 +1,7 @@
 // The one way requests leave gengate. Each exchange is read whole (bounded in time and size) before the
 // client is answered, so a stalled or broken upstream becomes a clean 502/504 instead of a torn response.
 import type { IncomingHttpHeaders } from 'node:http';
-import { Pool } from 'undici';
+import { Pool, type Dispatcher } from 'undici';
 import { GatewayError, gatewayError } from '../errors/registry.ts';
 
 export interface UpstreamRequest {
@@ -55,20 +55,80 @@ function translateUpstreamFailure(error: unknown): GatewayError {
   });
 }
 
-async function readBounded(body: AsyncIterable<Buffer>, maxBytes: number): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    size += chunk.length;
-    if (size > maxBytes) {
-      throw gatewayError(
-        'upstream_unavailable',
-        'the generation service sent a response larger than allowed',
-      );
-    }
-    chunks.push(chunk);
+/**
+ * One exchange, as undici's dispatch handler: the answer is gathered chunk by chunk into one Buffer and
+ * settles the promise once. Not `pool.request()`, whose body is a Readable stream read through an async
+ * iterator: that machinery cost more CPU than the gateway's whole policy step (docs/performance.md).
+ */
+class Exchange implements Dispatcher.DispatchHandler {
+  readonly #maxBytes: number;
+  readonly #onSettled: (outcome: UpstreamResponse | GatewayError) => void;
+  #controller: Dispatcher.DispatchController | undefined;
+  #abortedWith: Error | undefined;
+  #settled = false;
+  #status = 0;
+  #headers: IncomingHttpHeaders = {};
+  #chunks: Buffer[] = [];
+  #size = 0;
+
+  constructor(maxBytes: number, onSettled: (outcome: UpstreamResponse | GatewayError) => void) {
+    this.#maxBytes = maxBytes;
+    this.#onSettled = onSettled;
   }
-  return Buffer.concat(chunks, size);
+
+  /** Ends the exchange with `error` now; the connection is aborted as soon as undici has one. */
+  fail(error: GatewayError): void {
+    this.#settle(error);
+    this.#abortedWith ??= error;
+    this.#controller?.abort(error);
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller;
+    if (this.#abortedWith !== undefined) controller.abort(this.#abortedWith);
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, status: number, headers: IncomingHttpHeaders) {
+    // 1xx informational answers precede the real one.
+    if (status < 200) return;
+    if (status > 599) {
+      this.fail(gatewayError('upstream_unavailable', 'the generation service sent an invalid status'));
+      return;
+    }
+    this.#status = status;
+    this.#headers = headers;
+  }
+
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.#size += chunk.length;
+    if (this.#size > this.#maxBytes) {
+      this.fail(
+        gatewayError('upstream_unavailable', 'the generation service sent a response larger than allowed'),
+      );
+      return;
+    }
+    this.#chunks.push(chunk);
+  }
+
+  onResponseEnd(): void {
+    const [first] = this.#chunks;
+    this.#settle({
+      status: this.#status,
+      headers: this.#headers,
+      body:
+        first !== undefined && this.#chunks.length === 1 ? first : Buffer.concat(this.#chunks, this.#size),
+    });
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    this.#settle(error instanceof GatewayError ? error : translateUpstreamFailure(error));
+  }
+
+  #settle(outcome: UpstreamResponse | GatewayError): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    this.#onSettled(outcome);
+  }
 }
 
 export function createUpstreamClient(options: UpstreamClientOptions): UpstreamClient {
@@ -81,33 +141,31 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
   });
 
   return {
-    async send(request) {
-      // Bounds the whole exchange, not just each gap between bytes. Not AbortSignal.timeout(): its timer
-      // outlives the exchange by the whole timeout, so at a few thousand requests per second a minute's
-      // worth of timers and signals would be held in memory (docs/performance.md).
-      const controller = new AbortController();
-      const deadline = setTimeout(() => {
-        controller.abort(new DOMException('the upstream exchange timed out', 'TimeoutError'));
-      }, options.timeoutMs);
-      try {
-        const response = await pool.request({
-          method: request.method,
-          path: request.path,
-          headers: request.headers,
-          body: request.body ?? null,
-          signal: controller.signal,
+    send(request) {
+      return new Promise((resolve, reject) => {
+        const exchange = new Exchange(maxResponseBytes, (outcome) => {
+          clearTimeout(deadline);
+          if (outcome instanceof GatewayError) reject(outcome);
+          else resolve(outcome);
         });
-        const body = await readBounded(response.body, maxResponseBytes);
-        if (response.statusCode < 200 || response.statusCode > 599) {
-          throw gatewayError('upstream_unavailable', 'the generation service sent an invalid status');
-        }
-        return { status: response.statusCode, headers: response.headers, body };
-      } catch (error) {
-        if (error instanceof GatewayError) throw error;
-        throw translateUpstreamFailure(error);
-      } finally {
-        clearTimeout(deadline);
-      }
+        // Bounds the whole exchange, not just each gap between bytes (undici's own timeouts). Cleared as
+        // soon as the exchange settles: a timer that outlived it would hold it in memory for the whole
+        // timeout (docs/performance.md).
+        const deadline = setTimeout(() => {
+          exchange.fail(
+            translateUpstreamFailure(new DOMException('the upstream exchange timed out', 'TimeoutError')),
+          );
+        }, options.timeoutMs);
+        pool.dispatch(
+          {
+            method: request.method,
+            path: request.path,
+            headers: request.headers,
+            body: request.body ?? null,
+          },
+          exchange,
+        );
+      });
     },
     close: () => pool.close(),
     destroy: () => pool.destroy(),

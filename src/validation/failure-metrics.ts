@@ -23,7 +23,7 @@ function paramsOf(failure: GatewayError): string[] {
 
 export function installValidationFailureCounter(app: FastifyInstance, metrics: GatewayMetrics): void {
   app.addHook('onError', async (request, _reply, error) => {
-    const route = request.routeOptions.config.gatewayRoute;
+    const route = request.gatewayRoute;
     const failure = toGatewayError(error);
     if (route === undefined || !BODY_VALIDATION_CODES.has(failure.code)) return;
     const fieldPaths = routeSchemaFor(route.id)?.fieldPaths;

@@ -1,6 +1,7 @@
 // The preValidation hook of the create routes: the parsed body judged against the service's schema,
 // every problem explained, the first one named in `param`. A refused body never reaches the upstream.
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
+import { gatewayRouteOf } from '../gateway/request-context.ts';
 import { gatewayError, type GatewayError } from '../errors/registry.ts';
 import { describeProblem, toErrorDetails, type ValidationProblem } from '../maxai/validator.ts';
 import { parsedJsonBody } from './json-body.ts';
@@ -16,10 +17,14 @@ function schemaViolation(problems: ValidationProblem[]): GatewayError {
   );
 }
 
-export async function validateRequestBody(request: FastifyRequest): Promise<void> {
-  const route = request.routeOptions.config.gatewayRoute;
-  const schema = route === undefined ? undefined : routeSchemaFor(route.id);
+export function validateRequestBody(
+  request: FastifyRequest,
+  _reply: FastifyReply,
+  done: HookHandlerDoneFunction,
+): void {
+  const schema = routeSchemaFor(gatewayRouteOf(request).id);
   if (schema === undefined) throw new Error('body validation on a route without a request schema');
   const result = schema.validate(parsedJsonBody(request).value);
   if (!result.ok) throw schemaViolation(result.problems);
+  done();
 }
