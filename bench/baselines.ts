@@ -17,6 +17,7 @@ import {
 const START_TIMEOUT_MS = 10_000;
 const STATIC_UPSTREAM = fileURLToPath(new URL('static-upstream.ts', import.meta.url));
 const BARE_PROXY = fileURLToPath(new URL('bare-proxy.ts', import.meta.url));
+const FASTIFY_FORWARD = fileURLToPath(new URL('fastify-forward.ts', import.meta.url));
 const NGINX_TEMPLATE = fileURLToPath(new URL('nginx.conf.template', import.meta.url));
 
 export interface Listening {
@@ -53,6 +54,17 @@ export function startBareProxy(upstreamUrl: string): Promise<Listening> {
     'bare-proxy',
     PROXY_CORE,
     BARE_PROXY,
+    ['--upstream', upstreamUrl],
+    PRODUCTION_NODE_FLAGS,
+  );
+}
+
+/** gengate's floor: Fastify and gengate's upstream client, with the same V8 flags as gengate. */
+export function startFastifyForward(upstreamUrl: string): Promise<Listening> {
+  return startNodeScript(
+    'fastify-forward',
+    PROXY_CORE,
+    FASTIFY_FORWARD,
     ['--upstream', upstreamUrl],
     PRODUCTION_NODE_FLAGS,
   );

@@ -1,6 +1,7 @@
 // `npm run bench`: the gateway's benchmark (issue 7). On loopback, one static upstream and the same
-// image submission sent straight to it, through a bare @fastify/http-proxy, through gengate with every
-// feature on, and through nginx when installed; throughput and latency at a fixed rate, interleaved
+// image submission sent straight to it, through a bare @fastify/http-proxy, through the floor of gengate's
+// own architecture (Fastify and its upstream client alone), through gengate with every feature on, and
+// through nginx when installed; throughput and latency at a fixed rate, interleaved
 // rounds, medians. Prints tables and writes bench/results/<timestamp>.json. See docs/performance.md.
 import {
   copyFileSync,
@@ -16,7 +17,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { summariseCpuProfile, type ProfileSummary } from './cpu-profile.ts';
 import { startGengate, type BenchGengate } from './gengate.ts';
-import { startBareProxy, startNginx, startStaticUpstream } from './baselines.ts';
+import { startBareProxy, startFastifyForward, startNginx, startStaticUpstream } from './baselines.ts';
 import { wrkPath } from './load.ts';
 import { measure, type Measurement, type Target } from './measure.ts';
 import { parseBenchOptions, type BenchOptions } from './options.ts';
@@ -194,6 +195,8 @@ async function main(): Promise<void> {
     const upstreamUrl = `http://127.0.0.1:${upstream.port}`;
     const bare = await startBareProxy(upstreamUrl);
     started.push(bare.process);
+    const floor = await startFastifyForward(upstreamUrl);
+    started.push(floor.process);
     const gengate = await startGengate({ workDir, upstreamUrl, redisUrl: redis.url });
     started.push(gengate.process);
     const nginx = await startNginx(workDir, upstream.port);
@@ -206,6 +209,12 @@ async function main(): Promise<void> {
         label: 'bare @fastify/http-proxy',
         url: `http://127.0.0.1:${bare.port}`,
         pid: bare.process.pid,
+      },
+      {
+        id: 'fastify-forward',
+        label: 'Fastify + undici forward',
+        url: `http://127.0.0.1:${floor.port}`,
+        pid: floor.process.pid,
       },
       gengateTarget(gengate),
       ...(nginx === undefined
@@ -293,6 +302,9 @@ async function main(): Promise<void> {
       gengateOverBareRequestsPerSecond:
         gengateThroughput.requestsPerSecond /
         (row(throughput, 'bare-proxy')?.requestsPerSecond ?? Number.NaN),
+      gengateOverFloorRequestsPerSecond:
+        gengateThroughput.requestsPerSecond /
+        (row(throughput, 'fastify-forward')?.requestsPerSecond ?? Number.NaN),
       gengateOverNginxRequestsPerSecond:
         gengateThroughput.requestsPerSecond / (row(throughput, 'nginx')?.requestsPerSecond ?? Number.NaN),
       addedP99MsAtFixedRate: Object.fromEntries(
@@ -319,6 +331,7 @@ async function main(): Promise<void> {
     print(fixedRateTable(fixedRate, directP99));
     print(
       `\ngengate / bare-proxy req/s: ${fixed(ratios.gengateOverBareRequestsPerSecond, 2)}; ` +
+        `gengate / Fastify + undici forward req/s: ${fixed(ratios.gengateOverFloorRequestsPerSecond, 2)}; ` +
         `gengate / nginx req/s: ${fixed(ratios.gengateOverNginxRequestsPerSecond, 2)}`,
     );
     print(

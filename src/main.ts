@@ -19,8 +19,6 @@ const DEMO_CONFIG_PATH = 'config/demo.yaml';
 // Below Kubernetes' default 30 s grace period, so in-flight requests finish before SIGKILL.
 const DRAIN_TIMEOUT_MS = 25_000;
 const EXIT_CONFIG_INVALID = 2;
-const LOG_WRITE_BYTES = 4_096;
-const LOG_FLUSH_INTERVAL_MS = 1_000;
 
 const { values: args } = parseArgs({ options: { config: { type: 'string' } }, strict: true });
 const configPath = resolve(args.config ?? process.env.GENGATE_CONFIG ?? DEMO_CONFIG_PATH);
@@ -40,16 +38,11 @@ async function orExitOnConfigError<T>(step: () => Promise<T>): Promise<T> {
 // The environment as it was at start-up: a reload reads the file again, never a changed environment.
 const startupEnv = Object.freeze({ ...process.env });
 const config = await orExitOnConfigError(() => loadConfig(configPath, startupEnv));
-// Log lines are written asynchronously and gathered into writes of a few KB: a write per line was 4%
-// (synchronous) and then 6% (asynchronous) of the CPU profile (docs/performance.md). A second's flush
-// keeps a quiet replica's lines prompt; pino flushes the rest synchronously when the process exits.
-const logDestination = pino.destination({ sync: false, minLength: LOG_WRITE_BYTES });
-setInterval(() => {
-  logDestination.flush();
-}, LOG_FLUSH_INTERVAL_MS).unref();
+// Log lines are written asynchronously (a synchronous write per request was 4% of the CPU profile,
+// docs/performance.md); shutdown flushes them.
 const logger = pino(
   { level: process.env.LOG_LEVEL ?? config.logging.level, base: { service: 'gengate' } },
-  logDestination,
+  pino.destination({ sync: false }),
 );
 const credentials = await orExitOnConfigError(() =>
   createCredentialStore(config.upstream.credentials, { baseDir: dirname(configPath), logger }),
