@@ -1,10 +1,12 @@
-// The upstream client against a real listening server: what bounds an exchange in time must not outlive
-// it, or a busy gateway holds every exchange's timer for the whole timeout (docs/performance.md).
+// The upstream client against real listening servers: each answer gathered whole, bounded in size and in
+// time, transport failures translated once; and what bounds an exchange in time must not outlive it, or
+// a busy gateway holds every exchange's timer for the whole timeout (docs/performance.md).
 import { createHook } from 'node:async_hooks';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createUpstreamClient } from '../../src/upstream/client.ts';
+import { freePort } from '../support/free-port.ts';
 
 const EXCHANGES = 50;
 let server: Server;
@@ -57,4 +59,102 @@ test('a finished exchange leaves no timer behind', async () => {
   } finally {
     await client.close();
   }
+});
+
+describe('one exchange, gathered whole', () => {
+  let exchangeServer: Server;
+  let exchangeUrl: string;
+  const LARGE_BODY = Buffer.alloc(1_000_000, 'x');
+
+  beforeAll(async () => {
+    exchangeServer = createServer((request, response) => {
+      switch (request.url) {
+        case '/large':
+          // Many chunks on the wire: the client must put them back together byte for byte.
+          response.writeHead(200, { 'content-type': 'application/octet-stream' }).end(LARGE_BODY);
+          return;
+        case '/early-hints':
+          response.writeEarlyHints({ link: '</style.css>; rel=preload' });
+          response.writeHead(201, { 'content-type': 'application/json' }).end('{"status":201}');
+          return;
+        case '/trickle': {
+          // Each gap is short, the whole exchange is long: only the overall deadline catches it.
+          response.writeHead(200, { 'content-type': 'application/json' });
+          const timer = setInterval(() => response.write(' '), 20);
+          response.on('close', () => {
+            clearInterval(timer);
+          });
+          return;
+        }
+        default:
+          response.writeHead(404).end();
+      }
+    });
+    await new Promise<void>((resolve) => exchangeServer.listen(0, '127.0.0.1', resolve));
+    exchangeUrl = `http://127.0.0.1:${(exchangeServer.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    exchangeServer.closeAllConnections();
+    await new Promise((resolve) => exchangeServer.close(resolve));
+  });
+
+  test('a body of many chunks arrives byte for byte', async () => {
+    const client = createUpstreamClient({ baseUrl: exchangeUrl, timeoutMs: 5_000 });
+    try {
+      const response = await client.send({ method: 'GET', path: '/large', headers: {} });
+      expect(response.status).toBe(200);
+      expect(response.headers['content-type']).toBe('application/octet-stream');
+      expect(response.body.equals(LARGE_BODY)).toBe(true);
+    } finally {
+      await client.close();
+    }
+  });
+
+  test('an informational 103 is skipped: the final answer is the one returned', async () => {
+    const client = createUpstreamClient({ baseUrl: exchangeUrl, timeoutMs: 5_000 });
+    try {
+      const response = await client.send({ method: 'GET', path: '/early-hints', headers: {} });
+      expect(response.status).toBe(201);
+      expect(response.body.toString()).toBe('{"status":201}');
+    } finally {
+      await client.close();
+    }
+  });
+
+  test('a body beyond the size cap: 502 upstream_unavailable', async () => {
+    const client = createUpstreamClient({ baseUrl: exchangeUrl, timeoutMs: 5_000, maxResponseBytes: 1_000 });
+    try {
+      await expect(client.send({ method: 'GET', path: '/large', headers: {} })).rejects.toMatchObject({
+        code: 'upstream_unavailable',
+        message: 'the generation service sent a response larger than allowed',
+      });
+    } finally {
+      await client.close();
+    }
+  });
+
+  test('an exchange longer than timeoutMs, though never silent for long: 504 upstream_timeout', async () => {
+    const client = createUpstreamClient({ baseUrl: exchangeUrl, timeoutMs: 200 });
+    try {
+      await expect(client.send({ method: 'GET', path: '/trickle', headers: {} })).rejects.toMatchObject({
+        code: 'upstream_timeout',
+        message: 'the generation service did not answer in time',
+      });
+    } finally {
+      await client.destroy();
+    }
+  });
+
+  test('nobody listening: 502 upstream_unavailable', async () => {
+    const port = await freePort();
+    const client = createUpstreamClient({ baseUrl: `http://127.0.0.1:${port}`, timeoutMs: 5_000 });
+    try {
+      await expect(client.send({ method: 'GET', path: '/', headers: {} })).rejects.toMatchObject({
+        code: 'upstream_unavailable',
+        message: 'the generation service could not be reached',
+      });
+    } finally {
+      await client.close();
+    }
+  });
 });
