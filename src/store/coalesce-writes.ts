@@ -6,6 +6,7 @@
 // the first command of a turn and uncorking it in that turn's check phase (setImmediate, right after the
 // poll phase has handed over every request that was ready) sends them together, without waiting for any
 // earlier reply: unlike ioredis's auto-pipelining, which holds new commands back while a batch is in flight.
+// Nothing is lost at shutdown: closing the connection ends the socket, and ending a stream uncorks it.
 import type { Redis } from 'ioredis';
 import type { Writable } from 'node:stream';
 

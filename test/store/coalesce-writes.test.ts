@@ -1,66 +1,130 @@
 // The store connection sends the commands of one event-loop turn in one socket write (src/store/
-// coalesce-writes.ts), and holds none back for an earlier reply. Seen from a TCP relay in front of a real
-// Redis that counts what arrives.
-import { createServer, connect, type Server, type AddressInfo } from 'node:net';
-import { afterAll, beforeAll, expect, test } from 'vitest';
+// coalesce-writes.ts), and holds none back for an earlier reply. Seen on the connection's socket and from
+// a TCP relay in front of a real Redis that counts what arrives and can hold Redis's replies back.
+import { createServer, connect, type Server, type AddressInfo, type Socket } from 'node:net';
+import { Cluster, type Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createRedisConnection, waitUntilConnected, type RedisConnection } from '../../src/store/redis.ts';
-import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
+import {
+  startRedisCluster,
+  startRedisServer,
+  waitFor,
+  type RedisCluster,
+  type RedisServer,
+} from '../support/redis-server.ts';
 
 const COMMANDS_IN_ONE_TURN = 20;
+const COMMAND_TIMEOUT_MS = 2_000;
+const SET_COMMAND = /\$3\r\nset\r\n/gi;
 
-let redis: RedisServer;
-let relay: Server;
-let connection: RedisConnection;
-// Every chunk the relay read from gengate's side, in order.
-const chunksFromClient: Buffer[] = [];
+const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
-beforeAll(async () => {
-  redis = await startRedisServer();
-  relay = createServer((client) => {
-    const server = connect(redis.port, '127.0.0.1');
-    client.on('data', (chunk) => {
-      chunksFromClient.push(chunk);
-      server.write(chunk);
+describe('a single Redis', () => {
+  let redis: RedisServer;
+  let relay: Server;
+  let connection: Redis;
+  // Every chunk the relay read from gengate's side, in order.
+  const chunksFromClient: Buffer[] = [];
+  // While set, Redis's replies wait in the relay.
+  let heldReplies: Buffer[] | undefined;
+  let toClient: Socket | undefined;
+
+  beforeAll(async () => {
+    redis = await startRedisServer();
+    relay = createServer((client) => {
+      toClient = client;
+      const server = connect(redis.port, '127.0.0.1');
+      client.on('data', (chunk) => {
+        chunksFromClient.push(chunk);
+        server.write(chunk);
+      });
+      server.on('data', (chunk) => {
+        if (heldReplies === undefined) client.write(chunk);
+        else heldReplies.push(chunk);
+      });
+      client.on('close', () => server.destroy());
+      server.on('close', () => client.destroy());
     });
-    server.pipe(client);
-    client.on('close', () => server.destroy());
-    server.on('close', () => client.destroy());
+    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+    const { port } = relay.address() as AddressInfo;
+    connection = createRedisConnection({
+      url: `redis://127.0.0.1:${port}/0`,
+      keyPrefix: 'coalesce:',
+      commandTimeoutMs: COMMAND_TIMEOUT_MS,
+    }) as Redis;
+    await waitUntilConnected(connection, 5_000);
   });
-  await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
-  const { port } = relay.address() as AddressInfo;
-  connection = createRedisConnection({
-    url: `redis://127.0.0.1:${port}/0`,
-    keyPrefix: 'coalesce:',
-    commandTimeoutMs: 2_000,
+
+  afterAll(async () => {
+    connection.disconnect();
+    await new Promise((resolve) => relay.close(resolve));
+    await redis.stop();
   });
-  await waitUntilConnected(connection, 5_000);
+
+  test('the commands of one turn leave in one write, each answered in order', async () => {
+    chunksFromClient.length = 0;
+    const replies = Promise.all(
+      Array.from({ length: COMMANDS_IN_ONE_TURN }, (_, index) => connection.incrby('counter', index + 1)),
+    );
+    // Held in the socket until the turn's check phase, then written together.
+    expect(connection.stream.writableCorked).toBe(1);
+    await nextTurn();
+    expect(connection.stream.writableCorked).toBe(0);
+    expect(await replies).toEqual(
+      Array.from({ length: COMMANDS_IN_ONE_TURN }, (_, index) => ((index + 1) * (index + 2)) / 2),
+    );
+    expect(chunksFromClient).toHaveLength(1);
+    expect(chunksFromClient[0]!.toString().match(/\$6\r\nincrby\r\n/gi)).toHaveLength(COMMANDS_IN_ONE_TURN);
+  });
+
+  test('a command of a later turn is written while the reply to an earlier one is still awaited', async () => {
+    chunksFromClient.length = 0;
+    heldReplies = [];
+    const first = connection.set('first', '1');
+    await nextTurn();
+    const second = connection.set('second', '2');
+    // Both reach Redis although neither has been answered (a reply-gated batcher would wait here).
+    await waitFor('both commands to reach Redis', () => {
+      const sent = Buffer.concat(chunksFromClient).toString();
+      return (sent.match(SET_COMMAND)?.length ?? 0) === 2;
+    });
+    const held = heldReplies;
+    heldReplies = undefined;
+    for (const reply of held) toClient?.write(reply);
+    expect(await Promise.all([first, second])).toEqual(['OK', 'OK']);
+  });
 });
 
-afterAll(async () => {
-  connection.disconnect();
-  await new Promise((resolve) => relay.close(resolve));
-  await redis.stop();
-});
+describe('a Redis Cluster', () => {
+  let cluster: RedisCluster;
+  let connection: RedisConnection;
 
-test('the commands of one turn reach Redis in one write, each answered in order', async () => {
-  chunksFromClient.length = 0;
-  const replies = Promise.all(
-    Array.from({ length: COMMANDS_IN_ONE_TURN }, (_, index) => connection.incrby('counter', index + 1)),
-  );
-  expect(await replies).toEqual(
-    Array.from({ length: COMMANDS_IN_ONE_TURN }, (_, index) => ((index + 1) * (index + 2)) / 2),
-  );
-  expect(chunksFromClient).toHaveLength(1);
-  expect(chunksFromClient[0]!.toString().match(/\$6\r\nincrby\r\n/gi)).toHaveLength(COMMANDS_IN_ONE_TURN);
-});
+  beforeAll(async () => {
+    cluster = await startRedisCluster();
+    connection = createRedisConnection({
+      nodes: cluster.nodes,
+      keyPrefix: 'coalesce:',
+      commandTimeoutMs: COMMAND_TIMEOUT_MS,
+    });
+    await waitUntilConnected(connection, 10_000);
+  }, 30_000);
 
-test('a command of a later turn is written without waiting for the reply to an earlier one', async () => {
-  chunksFromClient.length = 0;
-  const first = connection.set('first', '1');
-  // The next turn's check phase: the first command's write has left, its reply has not been read yet.
-  await new Promise((resolve) => setImmediate(resolve));
-  await new Promise((resolve) => setImmediate(resolve));
-  const second = connection.set('second', '2');
-  expect(await Promise.all([first, second])).toEqual(['OK', 'OK']);
-  expect(chunksFromClient.map((chunk) => chunk.toString().match(/\$3\r\nset\r\n/gi)?.length)).toEqual([1, 1]);
+  afterAll(async () => {
+    connection.disconnect();
+    await cluster.stop();
+  });
+
+  test("every master's socket is corked for the rest of the turn of a command sent to it", async () => {
+    if (!(connection instanceof Cluster)) throw new Error('expected a Cluster connection');
+    const masters = connection.nodes('master');
+    expect(masters.length).toBeGreaterThan(1);
+    // Hash tags spread over the slots, so every master gets at least one of these.
+    const writes = Promise.all(
+      Array.from({ length: 64 }, (_, index) => connection.set(`{key-${index}}`, String(index))),
+    );
+    expect(masters.map((master) => master.stream.writableCorked)).toEqual(masters.map(() => 1));
+    await nextTurn();
+    expect(masters.map((master) => master.stream.writableCorked)).toEqual(masters.map(() => 0));
+    expect(await writes).toEqual(Array.from({ length: 64 }, () => 'OK'));
+  });
 });

@@ -3,7 +3,7 @@
 // a busy gateway holds every exchange's timer for the whole timeout (docs/performance.md).
 import { createHook } from 'node:async_hooks';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createUpstreamClient } from '../../src/upstream/client.ts';
 import { freePort } from '../support/free-port.ts';
@@ -27,12 +27,17 @@ afterAll(async () => {
 // from undici's keep-alive and clock timers, whose number depends on how busy the machine is.
 const EXCHANGE_TIMEOUT_MS = 61_237;
 
-/** Timers of `delayMs` created while `run` runs that are still pending afterwards. */
-async function timersLeftBy(delayMs: number, run: () => Promise<void>): Promise<number> {
+/** Timers of `delayMs` created while `run` runs, and how many of them are still pending afterwards. */
+async function timersOf(
+  delayMs: number,
+  run: () => Promise<void>,
+): Promise<{ created: number; left: number }> {
   const pending = new Set<number>();
+  let created = 0;
   const hook = createHook({
     init(asyncId, type, _triggerAsyncId, resource) {
       if (type === 'Timeout' && (resource as { _idleTimeout?: number })._idleTimeout === delayMs) {
+        created++;
         pending.add(asyncId);
       }
     },
@@ -44,7 +49,7 @@ async function timersLeftBy(delayMs: number, run: () => Promise<void>): Promise<
     await run();
     // destroy hooks of cleared timers are emitted asynchronously.
     await new Promise((resolve) => setImmediate(resolve));
-    return pending.size;
+    return { created, left: pending.size };
   } finally {
     hook.disable();
   }
@@ -54,13 +59,14 @@ test('a finished exchange leaves no timer behind', async () => {
   const client = createUpstreamClient({ baseUrl, timeoutMs: EXCHANGE_TIMEOUT_MS });
   try {
     await client.send({ method: 'GET', path: '/warm-up', headers: {} });
-    const left = await timersLeftBy(EXCHANGE_TIMEOUT_MS, async () => {
+    const timers = await timersOf(EXCHANGE_TIMEOUT_MS, async () => {
       for (let index = 0; index < EXCHANGES; index++) {
         const response = await client.send({ method: 'GET', path: '/', headers: {} });
         expect(response.status).toBe(200);
       }
     });
-    expect(left).toBe(0);
+    // One deadline per exchange, each cleared when its exchange settled.
+    expect(timers).toEqual({ created: EXCHANGES, left: 0 });
   } finally {
     await client.close();
   }
@@ -147,6 +153,37 @@ describe('one exchange, gathered whole', () => {
       });
     } finally {
       await client.destroy();
+    }
+  });
+
+  test('a status beyond 599, or a connection reset mid-body: 502 upstream_unavailable', async () => {
+    const raw = createNetServer((socket) => {
+      socket.once('data', (request) => {
+        if (request.toString().startsWith('GET /status-600 ')) {
+          socket.end('HTTP/1.1 600 Unheard Of\r\ncontent-length: 2\r\n\r\n{}');
+        } else {
+          socket.write('HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n{"status":');
+          setImmediate(() => socket.destroy());
+        }
+      });
+    });
+    await new Promise<void>((resolve) => raw.listen(0, '127.0.0.1', resolve));
+    const client = createUpstreamClient({
+      baseUrl: `http://127.0.0.1:${(raw.address() as AddressInfo).port}`,
+      timeoutMs: 5_000,
+    });
+    try {
+      await expect(client.send({ method: 'GET', path: '/status-600', headers: {} })).rejects.toMatchObject({
+        code: 'upstream_unavailable',
+        message: 'the generation service sent an invalid status',
+      });
+      await expect(client.send({ method: 'GET', path: '/torn', headers: {} })).rejects.toMatchObject({
+        code: 'upstream_unavailable',
+        message: 'the generation service could not be reached',
+      });
+    } finally {
+      await client.destroy();
+      await new Promise((resolve) => raw.close(resolve));
     }
   });
 
