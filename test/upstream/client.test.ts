@@ -5,7 +5,12 @@ import { createHook } from 'node:async_hooks';
 import { createServer, type Server } from 'node:http';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { createUpstreamClient } from '../../src/upstream/client.ts';
+import {
+  createUpstreamClient,
+  type UpstreamClient,
+  type UpstreamClientOptions,
+  type UpstreamRequest,
+} from '../../src/upstream/client.ts';
 import { freePort } from '../support/free-port.ts';
 
 const EXCHANGES = 50;
@@ -72,6 +77,24 @@ test('a finished exchange leaves no timer behind', async () => {
   }
 });
 
+const ENOUGH_TIME_MS = 5_000;
+
+/** Runs `use` with a fresh client, and tears the client down whatever happens. */
+async function withClient(
+  options: Partial<UpstreamClientOptions> & { baseUrl: string },
+  use: (client: UpstreamClient) => Promise<void>,
+): Promise<void> {
+  const client = createUpstreamClient({ timeoutMs: ENOUGH_TIME_MS, ...options });
+  try {
+    await use(client);
+  } finally {
+    await client.destroy();
+  }
+}
+
+const get = (path: string): UpstreamRequest => ({ method: 'GET', path, headers: {} });
+const failure = (code: string, message: string) => ({ code, message });
+
 describe('one exchange, gathered whole', () => {
   let exchangeServer: Server;
   let exchangeUrl: string;
@@ -109,52 +132,34 @@ describe('one exchange, gathered whole', () => {
     await new Promise((resolve) => exchangeServer.close(resolve));
   });
 
-  test('a body of many chunks arrives byte for byte', async () => {
-    const client = createUpstreamClient({ baseUrl: exchangeUrl, timeoutMs: 5_000 });
-    try {
-      const response = await client.send({ method: 'GET', path: '/large', headers: {} });
+  test('a body of many chunks arrives byte for byte', () =>
+    withClient({ baseUrl: exchangeUrl }, async (client) => {
+      const response = await client.send(get('/large'));
       expect(response.status).toBe(200);
       expect(response.headers['content-type']).toBe('application/octet-stream');
       expect(response.body.equals(LARGE_BODY)).toBe(true);
-    } finally {
-      await client.close();
-    }
-  });
+    }));
 
-  test('an informational 103 is skipped: the final answer is the one returned', async () => {
-    const client = createUpstreamClient({ baseUrl: exchangeUrl, timeoutMs: 5_000 });
-    try {
-      const response = await client.send({ method: 'GET', path: '/early-hints', headers: {} });
+  test('an informational 103 is skipped: the final answer is the one returned', () =>
+    withClient({ baseUrl: exchangeUrl }, async (client) => {
+      const response = await client.send(get('/early-hints'));
       expect(response.status).toBe(201);
       expect(response.body.toString()).toBe('{"status":201}');
-    } finally {
-      await client.close();
-    }
-  });
+    }));
 
-  test('a body beyond the size cap: 502 upstream_unavailable', async () => {
-    const client = createUpstreamClient({ baseUrl: exchangeUrl, timeoutMs: 5_000, maxResponseBytes: 1_000 });
-    try {
-      await expect(client.send({ method: 'GET', path: '/large', headers: {} })).rejects.toMatchObject({
-        code: 'upstream_unavailable',
-        message: 'the generation service sent a response larger than allowed',
-      });
-    } finally {
-      await client.close();
-    }
-  });
+  test('a body beyond the size cap: 502 upstream_unavailable', () =>
+    withClient({ baseUrl: exchangeUrl, maxResponseBytes: 1_000 }, async (client) => {
+      await expect(client.send(get('/large'))).rejects.toMatchObject(
+        failure('upstream_unavailable', 'the generation service sent a response larger than allowed'),
+      );
+    }));
 
-  test('an exchange longer than timeoutMs, though never silent for long: 504 upstream_timeout', async () => {
-    const client = createUpstreamClient({ baseUrl: exchangeUrl, timeoutMs: 200 });
-    try {
-      await expect(client.send({ method: 'GET', path: '/trickle', headers: {} })).rejects.toMatchObject({
-        code: 'upstream_timeout',
-        message: 'the generation service did not answer in time',
-      });
-    } finally {
-      await client.destroy();
-    }
-  });
+  test('an exchange longer than timeoutMs, though never silent for long: 504 upstream_timeout', () =>
+    withClient({ baseUrl: exchangeUrl, timeoutMs: 200 }, async (client) => {
+      await expect(client.send(get('/trickle'))).rejects.toMatchObject(
+        failure('upstream_timeout', 'the generation service did not answer in time'),
+      );
+    }));
 
   test('a status beyond 599, or a connection reset mid-body: 502 upstream_unavailable', async () => {
     const raw = createNetServer((socket) => {
@@ -168,35 +173,29 @@ describe('one exchange, gathered whole', () => {
       });
     });
     await new Promise<void>((resolve) => raw.listen(0, '127.0.0.1', resolve));
-    const client = createUpstreamClient({
-      baseUrl: `http://127.0.0.1:${(raw.address() as AddressInfo).port}`,
-      timeoutMs: 5_000,
-    });
     try {
-      await expect(client.send({ method: 'GET', path: '/status-600', headers: {} })).rejects.toMatchObject({
-        code: 'upstream_unavailable',
-        message: 'the generation service sent an invalid status',
-      });
-      await expect(client.send({ method: 'GET', path: '/torn', headers: {} })).rejects.toMatchObject({
-        code: 'upstream_unavailable',
-        message: 'the generation service could not be reached',
-      });
+      await withClient(
+        { baseUrl: `http://127.0.0.1:${(raw.address() as AddressInfo).port}` },
+        async (client) => {
+          await expect(client.send(get('/status-600'))).rejects.toMatchObject(
+            failure('upstream_unavailable', 'the generation service sent an invalid status'),
+          );
+          await expect(client.send(get('/torn'))).rejects.toMatchObject(
+            failure('upstream_unavailable', 'the generation service could not be reached'),
+          );
+        },
+      );
     } finally {
-      await client.destroy();
       await new Promise((resolve) => raw.close(resolve));
     }
   });
 
   test('nobody listening: 502 upstream_unavailable', async () => {
     const port = await freePort();
-    const client = createUpstreamClient({ baseUrl: `http://127.0.0.1:${port}`, timeoutMs: 5_000 });
-    try {
-      await expect(client.send({ method: 'GET', path: '/', headers: {} })).rejects.toMatchObject({
-        code: 'upstream_unavailable',
-        message: 'the generation service could not be reached',
-      });
-    } finally {
-      await client.close();
-    }
+    await withClient({ baseUrl: `http://127.0.0.1:${port}` }, async (client) => {
+      await expect(client.send(get('/'))).rejects.toMatchObject(
+        failure('upstream_unavailable', 'the generation service could not be reached'),
+      );
+    });
   });
 });
