@@ -83,8 +83,9 @@ export function createOwnershipHooks(options: OwnershipHooksOptions) {
 
   /**
    * onSend of creates: keeps the accepted submission, or frees an id whose submission did not happen.
-   * The write is issued before the answer leaves but not waited for (it is off the request's path); a
-   * replica's commands run in the order issued, so its next claim of the id already sees the record.
+   * The write is issued as the answer leaves (it reaches Redis in the same event-loop turn) but not
+   * waited for: it is off the request's path. A replica's commands run in the order issued, so its next
+   * claim of the id already sees the record.
    */
   function settleClaim(
     request: FastifyRequest,

@@ -135,23 +135,39 @@ export function createRedisOwnershipStore(options: RedisOwnershipStoreOptions): 
     if (failMode === 'closed') throw storeUnavailable();
   }
 
-  async function writeBackUnsynced(): Promise<void> {
-    for (const id of [...unsynced]) {
-      const record = fallback.recordOf(id);
-      if (record === undefined) {
+  // One write-back at a time. Each pass writes every unsynced id once; an id whose record changed while
+  // it was being written (its answer landed meanwhile) stays for the next pass, so the latest record is
+  // the one that ends up in the store. A caller arriving meanwhile waits for the running write-back,
+  // which covers its id too: were each to run a pass of its own, N answers landing during a recovery
+  // would write about N × N records.
+  let writingBack: Promise<void> | undefined;
+  function writeBackUnsynced(): Promise<void> {
+    writingBack ??= writeBackAll().finally(() => {
+      writingBack = undefined;
+    });
+    return writingBack;
+  }
+
+  async function writeBackAll(): Promise<void> {
+    while (unsynced.size > 0) {
+      for (const id of [...unsynced]) {
+        const record = fallback.recordOf(id);
+        if (record === undefined) {
+          unsynced.delete(id);
+          continue;
+        }
+        const value = encodeRecord(record.tenantId, record.response);
+        const remainingMs = Math.max(1, record.expiresAtMs - Date.now());
+        const written = await attempt(() =>
+          recordScript(1, ownershipKey(id), value, record.tenantId, remainingMs),
+        );
+        if (!written.ok) return;
+        if (written.value === 0)
+          logger.warn({}, 'a request id claimed during a store outage is held by another tenant');
+        if (fallback.recordOf(id) !== record) continue;
         unsynced.delete(id);
-        continue;
+        await fallback.release(id);
       }
-      const value = encodeRecord(record.tenantId, record.response);
-      const remainingMs = Math.max(1, record.expiresAtMs - Date.now());
-      const written = await attempt(() =>
-        recordScript(1, ownershipKey(id), value, record.tenantId, remainingMs),
-      );
-      if (!written.ok) return;
-      if (written.value === 0)
-        logger.warn({}, 'a request id claimed during a store outage is held by another tenant');
-      unsynced.delete(id);
-      await fallback.release(id);
     }
   }
 

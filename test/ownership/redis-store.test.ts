@@ -95,6 +95,11 @@ describe('store failure', () => {
     const gateway = await startReplica(redis, 'open');
     const before = randomUUID();
     await createImage(gateway, 'alpha', { requestId: before });
+    // The record of an answer is written after the answer leaves: wait for it, or the kill can beat it.
+    const recorded = redis.client();
+    await waitFor('the record of the answer', async () =>
+      ((await recorded.get(`gengate:request:${before}`)) ?? '').startsWith('alpha {'),
+    );
     await redis.kill();
 
     const during = randomUUID();
