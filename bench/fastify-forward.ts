@@ -4,10 +4,9 @@
 // Usage: node bench/fastify-forward.ts --port N --upstream http://127.0.0.1:M
 import Fastify from 'fastify';
 import { parseArgs } from 'node:util';
+import { DEFAULT_UPSTREAM_TIMEOUT_MS } from '../src/config/schema.ts';
 import { createUpstreamClient } from '../src/upstream/client.ts';
 import { SUBMISSION_PATH } from './request-body.ts';
-
-const UPSTREAM_TIMEOUT_MS = 60_000;
 
 const { values } = parseArgs({
   options: { port: { type: 'string' }, upstream: { type: 'string' } },
@@ -15,7 +14,7 @@ const { values } = parseArgs({
 });
 if (values.upstream === undefined) throw new Error('--upstream is required');
 
-const upstream = createUpstreamClient({ baseUrl: values.upstream, timeoutMs: UPSTREAM_TIMEOUT_MS });
+const upstream = createUpstreamClient({ baseUrl: values.upstream, timeoutMs: DEFAULT_UPSTREAM_TIMEOUT_MS });
 const app = Fastify({ logger: false });
 app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => {
   done(null, body);

@@ -9,7 +9,6 @@ export function installDraining(app: FastifyInstance): void {
   app.addHook('preClose', async () => {
     draining = true;
   });
-  // Synchronous hooks (with `done`): an async one costs every request a promise and two microtasks.
   app.addHook('onRequest', (_request, _reply, done) => {
     if (!draining) {
       done();

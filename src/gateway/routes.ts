@@ -67,8 +67,8 @@ function addDeprecationHeaders(route: GatewayRoute) {
 }
 
 export function registerGatewayRoutes(app: FastifyInstance, options: GatewayRoutesOptions): void {
-  // Synchronous hooks (with `done`) wherever nothing is awaited: an async hook costs every request a
-  // promise and two microtasks (docs/performance.md).
+  // Hooks that await nothing take `done` instead of being async, here and in every plugin of the app:
+  // an async hook costs every request a promise and two microtasks (docs/architecture.md, "Hooks").
   const authenticate = (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) => {
     try {
       request.caller = options.tenants().authenticate(request.headers.authorization, options.now());

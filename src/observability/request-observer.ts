@@ -11,7 +11,6 @@ const METHOD_LABELS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 
 const OTHER_METHOD = 'other';
 
 export function installRequestObserver(app: FastifyInstance, metrics: GatewayMetrics): void {
-  // Synchronous hooks (with `done`): an async one costs every request a promise and two microtasks.
   app.addHook('onRequest', (_request, reply, done) => {
     metrics.inflight.inc();
     // 'close' fires once whether the response finished or the client went away.

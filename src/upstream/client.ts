@@ -38,18 +38,18 @@ const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT'
 
 function errorCode(error: unknown): string | undefined {
   if (typeof error !== 'object' || error === null) return undefined;
-  const { code, name } = error as { code?: unknown; name?: unknown };
-  return typeof code === 'string' ? code : typeof name === 'string' ? name : undefined;
+  const { code } = error as { code?: unknown };
+  return typeof code === 'string' ? code : undefined;
+}
+
+function upstreamTimedOut(cause?: unknown): GatewayError {
+  return gatewayError('upstream_timeout', 'the generation service did not answer in time', { cause });
 }
 
 /** Transport failures, translated once: timeouts are 504, everything else (refused, reset, …) 502. */
 function translateUpstreamFailure(error: unknown): GatewayError {
   const code = errorCode(error);
-  if (code !== undefined && (TIMEOUT_CODES.has(code) || code === 'TimeoutError')) {
-    return gatewayError('upstream_timeout', 'the generation service did not answer in time', {
-      cause: error,
-    });
-  }
+  if (code !== undefined && TIMEOUT_CODES.has(code)) return upstreamTimedOut(error);
   return gatewayError('upstream_unavailable', 'the generation service could not be reached', {
     cause: error,
   });
@@ -152,9 +152,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
         // soon as the exchange settles: a timer that outlived it would hold it in memory for the whole
         // timeout (docs/performance.md).
         const deadline = setTimeout(() => {
-          exchange.fail(
-            translateUpstreamFailure(new DOMException('the upstream exchange timed out', 'TimeoutError')),
-          );
+          exchange.fail(upstreamTimedOut());
         }, options.timeoutMs);
         pool.dispatch(
           {
