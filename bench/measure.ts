@@ -1,7 +1,7 @@
 // One measured run against one target: the load, and the target's peak resident memory meanwhile.
 import { loadavg } from 'node:os';
 import { runLoad, type LoadResult, type LoadSpec } from './load.ts';
-import { rssBytes } from './processes.ts';
+import { cpuSeconds, rssBytes } from './processes.ts';
 import { SUBMISSION_PATH } from './request-body.ts';
 
 const RSS_SAMPLE_INTERVAL_MS = 250;
@@ -16,8 +16,12 @@ export interface Target {
   authorization?: string;
 }
 
+const MICROSECONDS_PER_SECOND = 1_000_000;
+
 export interface Measurement extends LoadResult {
   peakRssMb: number;
+  /** The target's CPU time (user + system, every thread) during the run, divided by its requests. */
+  cpuMicrosecondsPerRequest: number;
   /** The machine's one-minute load average when the run started: other work skews a round. */
   loadAverageAtStart: number;
 }
@@ -28,6 +32,7 @@ export async function measure(
 ): Promise<Measurement> {
   const loadAverageAtStart = loadavg()[0] ?? Number.NaN;
   let peak = rssBytes(target.pid);
+  const cpuAtStart = cpuSeconds(target.pid);
   const sampler = setInterval(() => {
     peak = Math.max(peak, rssBytes(target.pid));
   }, RSS_SAMPLE_INTERVAL_MS);
@@ -37,9 +42,11 @@ export async function measure(
       url: `${target.url}${SUBMISSION_PATH}`,
       ...(target.authorization === undefined ? {} : { authorization: target.authorization }),
     });
+    const cpuUsed = cpuSeconds(target.pid) - cpuAtStart;
     return {
       ...result,
       peakRssMb: Math.max(peak, rssBytes(target.pid)) / BYTES_PER_MEGABYTE,
+      cpuMicrosecondsPerRequest: (cpuUsed * MICROSECONDS_PER_SECOND) / result.requests,
       loadAverageAtStart,
     };
   } finally {

@@ -1,6 +1,6 @@
 // Child processes of the benchmark: started pinned to a core, watched, measured (RSS) and always stopped,
 // even when the run fails or is interrupted.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, openSync, closeSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { connect } from 'node:net';
@@ -172,6 +172,31 @@ function childPids(pid: number): number[] {
       .map(Number);
   } catch {
     return [];
+  }
+}
+
+// utime and stime, the 14th and 15th fields of /proc/<pid>/stat, counted after the command's closing
+// parenthesis (the command itself may contain spaces).
+const STAT_UTIME_FIELD = 11;
+const STAT_STIME_FIELD = 12;
+const CLOCK_TICKS_PER_SECOND = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
+
+function statCpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[STAT_UTIME_FIELD]) + Number(fields[STAT_STIME_FIELD])) / CLOCK_TICKS_PER_SECOND;
+}
+
+/**
+ * CPU time used so far by a process (all its threads) and its direct children, in seconds: user and
+ * system time, so a request's share of system calls counts too. Steadier than requests per second on a
+ * shared VM, whose other guests slow every process alike (docs/performance.md, "Method").
+ */
+export function cpuSeconds(pid: number): number {
+  try {
+    return [pid, ...childPids(pid)].reduce((total, each) => total + statCpuSeconds(each), 0);
+  } catch {
+    return Number.NaN;
   }
 }
 

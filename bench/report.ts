@@ -9,6 +9,7 @@ export interface TargetSummary {
   p99Ms: number;
   p999Ms: number;
   peakRssMb: number;
+  cpuMicrosecondsPerRequest: number;
   /** Summed over rounds: anything but 0 makes the row suspect. */
   failures: number;
   rounds: Measurement[];
@@ -24,6 +25,7 @@ export function summarise(id: string, label: string, rounds: Measurement[]): Tar
     p99Ms: medianOf((round) => round.p99Ms),
     p999Ms: medianOf((round) => round.p999Ms),
     peakRssMb: medianOf((round) => round.peakRssMb),
+    cpuMicrosecondsPerRequest: medianOf((round) => round.cpuMicrosecondsPerRequest),
     failures: rounds.reduce((total, round) => total + round.failures, 0),
     rounds,
   };
@@ -46,10 +48,11 @@ export const fixed = (value: number, digits: number): string =>
 
 export function throughputTable(summaries: readonly TargetSummary[]): string {
   return formatTable(
-    ['target', 'req/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'RSS MB', 'failures'],
+    ['target', 'req/s', 'CPU µs/req', 'p50 ms', 'p99 ms', 'p99.9 ms', 'RSS MB', 'failures'],
     summaries.map((row) => [
       row.label,
       fixed(row.requestsPerSecond, 0),
+      fixed(row.cpuMicrosecondsPerRequest, 1),
       fixed(row.p50Ms, 3),
       fixed(row.p99Ms, 3),
       fixed(row.p999Ms, 3),

@@ -90,6 +90,7 @@ async function interleavedRounds(
       byTarget.get(target.id)!.push(result);
       print(
         `  ${target.label.padEnd(22)} ${fixed(result.requestsPerSecond, 0).padStart(7)} req/s  ` +
+          `CPU ${fixed(result.cpuMicrosecondsPerRequest, 1)} µs/req  ` +
           `p50 ${fixed(result.p50Ms, 3)}  p99 ${fixed(result.p99Ms, 3)}  p99.9 ${fixed(result.p999Ms, 3)} ms  ` +
           `RSS ${fixed(result.peakRssMb, 1)} MB${result.failures > 0 ? `  FAILURES ${result.failures}` : ''}`,
       );
@@ -305,6 +306,11 @@ async function main(): Promise<void> {
       gengateOverFloorRequestsPerSecond:
         gengateThroughput.requestsPerSecond /
         (row(throughput, 'fastify-forward')?.requestsPerSecond ?? Number.NaN),
+      // Above 1 when gengate spends more CPU on a request than the bare proxy; on a shared VM steadier
+      // than the throughput ratio, which it should mirror while both saturate their core.
+      gengateOverBareCpuPerRequest:
+        gengateThroughput.cpuMicrosecondsPerRequest /
+        (row(throughput, 'bare-proxy')?.cpuMicrosecondsPerRequest ?? Number.NaN),
       gengateOverNginxRequestsPerSecond:
         gengateThroughput.requestsPerSecond / (row(throughput, 'nginx')?.requestsPerSecond ?? Number.NaN),
       addedP99MsAtFixedRate: Object.fromEntries(
@@ -333,6 +339,11 @@ async function main(): Promise<void> {
       `\ngengate / bare-proxy req/s: ${fixed(ratios.gengateOverBareRequestsPerSecond, 2)}; ` +
         `gengate / Fastify + undici forward req/s: ${fixed(ratios.gengateOverFloorRequestsPerSecond, 2)}; ` +
         `gengate / nginx req/s: ${fixed(ratios.gengateOverNginxRequestsPerSecond, 2)}`,
+    );
+    print(
+      `CPU per request, gengate / bare-proxy: ${fixed(ratios.gengateOverBareCpuPerRequest, 2)} ` +
+        `(${fixed(gengateThroughput.cpuMicrosecondsPerRequest, 1)} µs against ` +
+        `${fixed(row(throughput, 'bare-proxy')?.cpuMicrosecondsPerRequest ?? Number.NaN, 1)} µs)`,
     );
     print(
       `Redis commands per gengate create: ${fixed(storeTrips.roundTripsPerRequest, 2)} over ` +
