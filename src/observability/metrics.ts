@@ -1,6 +1,8 @@
 // gengate's Prometheus metrics (contract section 10). Every label value comes from configuration or the
-// route table, never from request data, so series stay bounded whatever clients send.
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+// route table, never from request data, so series stay bounded whatever clients send. The ones updated on
+// every request are cell metrics (./cell-metrics.ts): their updates allocate nothing.
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { CellCounter, CellHistogram } from './cell-metrics.ts';
 
 // From sub-millisecond gateway work to the long tail of generation calls.
 const LATENCY_BUCKETS_SECONDS = [
@@ -14,27 +16,27 @@ export function createMetrics(registry: Registry = new Registry()) {
   collectDefaultMetrics({ register: registry });
   return {
     registry,
-    httpRequests: new Counter({
+    httpRequests: new CellCounter({
       name: 'gengate_http_requests_total',
       help: 'Requests answered by the gateway.',
       labelNames: ['route', 'method', 'status', 'tenant'] as const,
       registers: [registry],
     }),
-    httpDuration: new Histogram({
+    httpDuration: new CellHistogram({
       name: 'gengate_http_request_duration_seconds',
       help: 'Time from request received to response sent.',
       labelNames: ['route'] as const,
       buckets: LATENCY_BUCKETS_SECONDS,
       registers: [registry],
     }),
-    upstreamDuration: new Histogram({
+    upstreamDuration: new CellHistogram({
       name: 'gengate_upstream_request_duration_seconds',
       help: 'Time waiting on the generation service, by its status ("error" when it did not answer).',
       labelNames: ['route', 'status'] as const,
       buckets: LATENCY_BUCKETS_SECONDS,
       registers: [registry],
     }),
-    overhead: new Histogram({
+    overhead: new CellHistogram({
       name: 'gengate_overhead_seconds',
       help: 'Time spent in the gateway itself: total duration minus upstream wait.',
       labelNames: ['route'] as const,
@@ -64,13 +66,13 @@ export function createMetrics(registry: Registry = new Registry()) {
       labelNames: ['result'] as const,
       registers: [registry],
     }),
-    usageImages: new Counter({
+    usageImages: new CellCounter({
       name: 'gengate_usage_images_total',
       help: 'Images requested by tenants (samples of forwarded image creates, after policy).',
       labelNames: ['tenant'] as const,
       registers: [registry],
     }),
-    usageVideoSeconds: new Counter({
+    usageVideoSeconds: new CellCounter({
       name: 'gengate_usage_video_seconds_total',
       help: 'Video seconds requested by tenants (durations of forwarded video creates).',
       labelNames: ['tenant'] as const,

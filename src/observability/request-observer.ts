@@ -31,15 +31,14 @@ export function installRequestObserver(app: FastifyInstance, metrics: GatewayMet
     const tenant = request.caller?.tenant.id ?? NO_TENANT;
     const status = reply.statusCode;
     const method = METHOD_LABELS.has(request.method) ? request.method : OTHER_METHOD;
-    metrics.httpRequests.inc({ route, method, status, tenant });
-    metrics.httpDuration.observe({ route }, totalMs / 1000);
+    metrics.httpRequests.labels(route, method, status, tenant).inc();
+    metrics.httpDuration.labels(route).observe(totalMs / 1000);
     if (request.upstreamMs !== undefined) {
-      metrics.upstreamDuration.observe(
-        { route, status: request.upstreamStatus ?? 'error' },
-        request.upstreamMs / 1000,
-      );
+      metrics.upstreamDuration
+        .labels(route, request.upstreamStatus ?? 'error')
+        .observe(request.upstreamMs / 1000);
     }
-    metrics.overhead.observe({ route }, Math.max(0, totalMs - (request.upstreamMs ?? 0)) / 1000);
+    metrics.overhead.labels(route).observe(Math.max(0, totalMs - (request.upstreamMs ?? 0)) / 1000);
     request.log.info(
       {
         tenant: request.caller?.tenant.id,

@@ -1,6 +1,7 @@
 // Rate-limit and store metrics (contract section 10), registered on the registry the caller owns.
 // Labels: tenant and limit ids come from configuration, decisions and operations from the fixed sets below.
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
+import { CellCounter, CellHistogram } from '../observability/cell-metrics.ts';
 import type { LimitRequest, RateDecision } from './types.ts';
 
 // Store round trips are sub-millisecond when healthy and bounded by commandTimeoutMs when not.
@@ -29,13 +30,13 @@ export type ObserveStore = (operation: StoreOperation, seconds: number, failed: 
 export type RateLimitMetrics = ReturnType<typeof createRateLimitMetrics>;
 
 export function createRateLimitMetrics(registry: Registry) {
-  const decisions = new Counter({
+  const decisions = new CellCounter({
     name: 'gengate_rate_limit_decisions_total',
     help: 'Rate-limit verdicts per applicable limit; not_charged: the limit had room but another refused.',
     labelNames: ['tenant', 'limit', 'decision'] as const,
     registers: [registry],
   });
-  const storeDuration = new Histogram({
+  const storeDuration = new CellHistogram({
     name: 'gengate_store_operation_duration_seconds',
     help: 'Time waiting on the shared store, failures included.',
     labelNames: ['operation'] as const,
@@ -57,11 +58,11 @@ export function createRateLimitMetrics(registry: Registry) {
   return {
     recordDecision(tenantId: string, decision: RateDecision, requests: readonly LimitRequest[]): void {
       for (const [index, request] of requests.entries()) {
-        decisions.inc({ tenant: tenantId, limit: request.id, decision: labelFor(decision, index, request) });
+        decisions.labels(tenantId, request.id, labelFor(decision, index, request)).inc();
       }
     },
     observeStore: ((operation, seconds, failed) => {
-      storeDuration.observe({ operation }, seconds);
+      storeDuration.labels(operation).observe(seconds);
       if (failed) storeErrors.inc({ operation });
     }) satisfies ObserveStore,
     setDegraded(degraded: boolean): void {

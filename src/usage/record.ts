@@ -75,7 +75,7 @@ export function recordExchangeUsage(
 ): void {
   for (const event of usageEventsFor(exchange.route, exchange.requestBody, exchange.responseBody)) {
     meter.record(exchange.tenantId, event, nowMs);
-    if (event.kind === 'images') metrics.usageImages.inc({ tenant: exchange.tenantId }, event.count);
-    if (event.kind === 'video') metrics.usageVideoSeconds.inc({ tenant: exchange.tenantId }, event.seconds);
+    if (event.kind === 'images') metrics.usageImages.labels(exchange.tenantId).inc(event.count);
+    if (event.kind === 'video') metrics.usageVideoSeconds.labels(exchange.tenantId).inc(event.seconds);
   }
 }

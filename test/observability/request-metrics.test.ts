@@ -1,0 +1,148 @@
+// The metrics every request updates (contract section 10), read the way Prometheus reads them: the admin
+// server's GET /metrics. They are cell metrics (src/observability/cell-metrics.ts), so this holds their
+// exposition to the format prom-client's own classes give: one series per label set, histograms with
+// cumulative buckets, +Inf, _sum and _count.
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import type { FastifyInstance } from 'fastify';
+import pino from 'pino';
+import { buildAdminApp } from '../../src/admin/app.ts';
+import { createReadiness } from '../../src/admin/readiness.ts';
+import { startGatewayHarness, type GatewayHarness } from '../support/gateway-harness.ts';
+
+const IMAGES = '/v1/images/generations';
+// Two requests a minute for alpha: the third create is refused by `requests`, while `images` had room.
+const LIMITS =
+  "[{ id: images, routes: [images.create], cost: samples, limit: 100, windowSeconds: 60 }, { id: requests, routes: ['*'], cost: requests, limit: 2, windowSeconds: 60 }]";
+
+const UNKNOWN_REQUEST_ID = '0b7e4c1a-5d2f-4a8b-9c3e-6f1d2a7b8c9d';
+
+let harness: GatewayHarness;
+let admin: FastifyInstance;
+beforeAll(async () => {
+  harness = await startGatewayHarness({ alphaLimitsYaml: LIMITS });
+  admin = buildAdminApp({
+    logger: pino({ level: 'silent' }),
+    metrics: harness.metrics,
+    readiness: createReadiness(),
+  });
+});
+afterAll(async () => {
+  await admin.close();
+  await harness.close();
+});
+
+function send(path: string, init: { method?: string; key?: string; body?: string } = {}) {
+  return fetch(`${harness.url}${path}`, {
+    method: init.method ?? 'POST',
+    headers: {
+      ...(init.key === undefined ? {} : { authorization: `Bearer ${init.key}` }),
+      ...(init.body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    ...(init.body === undefined ? {} : { body: init.body }),
+  });
+}
+
+/** The exposition's lines for one metric family, without HELP and TYPE. */
+async function seriesOf(name: string): Promise<string[]> {
+  const response = await admin.inject({ method: 'GET', url: '/metrics' });
+  expect(response.statusCode).toBe(200);
+  return response.body
+    .split('\n')
+    .filter((line) => line.startsWith(`${name}{`) || line.startsWith(`${name}_`));
+}
+
+async function typeOf(name: string): Promise<string | undefined> {
+  const response = await admin.inject({ method: 'GET', url: '/metrics' });
+  return response.body.split('\n').find((line) => line.startsWith(`# TYPE ${name} `));
+}
+
+describe('per-request metrics on GET /metrics', () => {
+  beforeAll(async () => {
+    const statuses = [
+      (await send(IMAGES, { key: harness.keys.alpha, body: '{"samples":2}' })).status,
+      (await send(IMAGES, { key: harness.keys.alpha, body: '{"samples":3}' })).status,
+      (await send(IMAGES, { key: harness.keys.alpha, body: '{"samples":1}' })).status,
+      // An id nobody claimed: refused by the gateway, never sent upstream.
+      (await send(`${IMAGES}/${UNKNOWN_REQUEST_ID}`, { method: 'GET', key: harness.keys.beta })).status,
+      (await send(IMAGES, { body: '{}' })).status,
+    ];
+    expect(statuses).toEqual([200, 200, 429, 404, 401]);
+  });
+
+  test('gengate_http_requests_total: one series per route, method, status and tenant', async () => {
+    expect(await typeOf('gengate_http_requests_total')).toBe('# TYPE gengate_http_requests_total counter');
+    expect((await seriesOf('gengate_http_requests_total')).sort()).toEqual(
+      [
+        'gengate_http_requests_total{route="images.create",method="POST",status="200",tenant="alpha"} 2',
+        'gengate_http_requests_total{route="images.create",method="POST",status="429",tenant="alpha"} 1',
+        'gengate_http_requests_total{route="images.get",method="GET",status="404",tenant="beta"} 1',
+        // Refused before authentication: no tenant to name.
+        'gengate_http_requests_total{route="images.create",method="POST",status="401",tenant="none"} 1',
+      ].sort(),
+    );
+  });
+
+  test('duration histograms: cumulative buckets ending in +Inf, then _sum and _count', async () => {
+    expect(await typeOf('gengate_http_request_duration_seconds')).toBe(
+      '# TYPE gengate_http_request_duration_seconds histogram',
+    );
+    const create = (await seriesOf('gengate_http_request_duration_seconds')).filter((line) =>
+      line.includes('route="images.create"'),
+    );
+    const buckets = create.filter((line) => line.includes('_bucket{'));
+    expect(buckets.map((line) => /le="([^"]+)"/.exec(line)?.[1])).toEqual([
+      '0.0005',
+      '0.001',
+      '0.0025',
+      '0.005',
+      '0.01',
+      '0.025',
+      '0.05',
+      '0.1',
+      '0.25',
+      '0.5',
+      '1',
+      '2.5',
+      '5',
+      '10',
+      '30',
+      '60',
+      '+Inf',
+    ]);
+    const counts = buckets.map((line) => Number(line.split(' ')[1]));
+    expect(counts).toEqual([...counts].sort((a, b) => a - b));
+    expect(counts.at(-1)).toBe(4);
+    expect(create).toContain('gengate_http_request_duration_seconds_count{route="images.create"} 4');
+    const sum = Number(
+      create.find((line) => line.startsWith('gengate_http_request_duration_seconds_sum'))?.split(' ')[1],
+    );
+    expect(sum).toBeGreaterThan(0);
+    expect(sum).toBeLessThan(60);
+  });
+
+  test('the upstream histogram counts only exchanges, by the upstream status', async () => {
+    const counts = (await seriesOf('gengate_upstream_request_duration_seconds')).filter((line) =>
+      line.startsWith('gengate_upstream_request_duration_seconds_count'),
+    );
+    expect(counts).toEqual([
+      'gengate_upstream_request_duration_seconds_count{route="images.create",status="200"} 2',
+    ]);
+    const overhead = await seriesOf('gengate_overhead_seconds');
+    expect(overhead).toContain('gengate_overhead_seconds_count{route="images.create"} 4');
+    expect(overhead).toContain('gengate_overhead_seconds_bucket{route="images.create",le="+Inf"} 4');
+  });
+
+  test('rate-limit decisions per limit, and the images counted for usage', async () => {
+    expect((await seriesOf('gengate_rate_limit_decisions_total')).sort()).toEqual(
+      [
+        'gengate_rate_limit_decisions_total{tenant="alpha",limit="images",decision="admitted"} 2',
+        'gengate_rate_limit_decisions_total{tenant="alpha",limit="requests",decision="admitted"} 2',
+        'gengate_rate_limit_decisions_total{tenant="alpha",limit="images",decision="not_charged"} 1',
+        'gengate_rate_limit_decisions_total{tenant="alpha",limit="requests",decision="rate_limited"} 1',
+      ].sort(),
+    );
+    expect(await seriesOf('gengate_usage_images_total')).toEqual([
+      'gengate_usage_images_total{tenant="alpha"} 5',
+    ]);
+  });
+});
