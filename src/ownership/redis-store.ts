@@ -1,8 +1,10 @@
 // store.kind redis: one key per request id, so every replica sees every claim. Each operation is one
-// bounded round trip on one key (Cluster-safe). When the store fails, a circuit breaker keeps it off the
+// bounded round trip on one key (Cluster-safe), except that on a single Redis the answers' records of one
+// event-loop turn share one call (src/store/batch-per-turn.ts). When the store fails, a circuit breaker keeps it off the
 // request path until a probe answers; meanwhile `failMode` decides (see docs/ownership.md): `closed`
 // refuses with store_unavailable, `open` claims in a per-replica memory store and writes those records
 // back once the store answers. Neither mode ever lets a tenant reach an id the gateway cannot tie to it.
+import { Cluster } from 'ioredis';
 import { gatewayError } from '../errors/registry.ts';
 import {
   STORE_UNAVAILABLE_RETRY_AFTER_SECONDS,
@@ -10,6 +12,7 @@ import {
   type StoreFailMode,
 } from '../store/circuit-breaker.ts';
 import type { ObserveStore } from '../ratelimit/metrics.ts';
+import { batchPerTurn } from '../store/batch-per-turn.ts';
 import { commandDeadline, defineScript, type RedisConnection, type StoreLogger } from '../store/redis.ts';
 import { createMemoryOwnershipStore } from './memory-store.ts';
 import {
@@ -32,13 +35,41 @@ if existing then return existing end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return false`;
 
-// Writes a record unless another tenant holds the id: completes a claim, or writes back one made while
-// the store was down. Reply: 1 written, 0 held by another tenant.
+// Writes records unless another tenant holds their ids: completes claims, or writes back ones made while
+// the store was down. KEYS[i] a record's key; ARGV[3i-2] its value, ARGV[3i-1] its tenant, ARGV[3i] its
+// lifetime (ms). Reply: per record, 1 written, 0 held by another tenant.
 const RECORD_LUA = `
-local existing = redis.call('GET', KEYS[1])
-if existing and string.match(existing, '^[^ ]*') ~= ARGV[2] then return 0 end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3])
-return 1`;
+local written = {}
+for i = 1, #KEYS do
+  local existing = redis.call('GET', KEYS[i])
+  if existing and string.match(existing, '^[^ ]*') ~= ARGV[3 * i - 1] then
+    written[i] = 0
+  else
+    redis.call('SET', KEYS[i], ARGV[3 * i - 2], 'PX', ARGV[3 * i])
+    written[i] = 1
+  end
+end
+return written`;
+
+// Records of one turn per script call at most: a bounded script run, so Redis never blocks for long.
+const MAX_RECORDS_PER_CALL = 64;
+
+interface RecordWrite {
+  requestId: string;
+  value: string;
+  tenantId: string;
+  ttlMs: number;
+}
+
+/** 1 when the record was written, 0 when another tenant holds its id. */
+type Written = 0 | 1;
+
+function writtenOf(reply: unknown, count: number): Written[] {
+  if (!Array.isArray(reply) || reply.length !== count || !reply.every((one) => one === 0 || one === 1)) {
+    throw new Error('unexpected record script reply');
+  }
+  return reply as Written[];
+}
 
 export interface RedisOwnershipStoreOptions {
   connection: RedisConnection;
@@ -99,7 +130,21 @@ export function createRedisOwnershipStore(options: RedisOwnershipStoreOptions): 
   const { connection, breaker, commandTimeoutMs, failMode, ttlMs, logger } = options;
   const bounded = commandDeadline(connection, commandTimeoutMs);
   const claimScript = defineScript(connection, 'gengateClaimRequestId', CLAIM_LUA);
-  const recordScript = defineScript(connection, 'gengateRecordRequestId', RECORD_LUA);
+  const recordScript = defineScript(connection, 'gengateRecordRequestIds', RECORD_LUA);
+  const writeRecords = async (records: readonly RecordWrite[]): Promise<Written[]> =>
+    writtenOf(
+      await recordScript(
+        records.length,
+        ...records.map((record) => ownershipKey(record.requestId)),
+        ...records.flatMap((record) => [record.value, record.tenantId, record.ttlMs]),
+      ),
+      records.length,
+    );
+  const writeOne = async (record: RecordWrite): Promise<Written> => (await writeRecords([record]))[0] ?? 0;
+  // The answers landing in one turn are recorded in one call. A Cluster spreads request ids over its
+  // slots, and one script may only touch one slot, so there each record goes alone.
+  const writeAnswerRecord =
+    connection instanceof Cluster ? writeOne : batchPerTurn(writeRecords, MAX_RECORDS_PER_CALL);
   // Fail-open only: claims made while the store was down, and the ids still to write back to it.
   const fallback = createMemoryOwnershipStore({ ttlMs });
   const unsynced = new Set<string>();
@@ -159,7 +204,7 @@ export function createRedisOwnershipStore(options: RedisOwnershipStoreOptions): 
         const value = encodeRecord(record.tenantId, record.response);
         const remainingMs = Math.max(1, record.expiresAtMs - Date.now());
         const written = await attempt(() =>
-          recordScript(1, ownershipKey(id), value, record.tenantId, remainingMs),
+          writeOne({ requestId: id, value, tenantId: record.tenantId, ttlMs: remainingMs }),
         );
         if (!written.ok) return;
         if (written.value === 0)
@@ -190,7 +235,7 @@ export function createRedisOwnershipStore(options: RedisOwnershipStoreOptions): 
     async complete(requestId, tenantId, response) {
       if (!isLocal(requestId)) {
         const value = encodeRecord(tenantId, response);
-        const written = await attempt(() => recordScript(1, ownershipKey(requestId), value, tenantId, ttlMs));
+        const written = await attempt(() => writeAnswerRecord({ requestId, value, tenantId, ttlMs }));
         if (written.ok) return;
         // Fail-closed: the claim stays pending, so a repeat is refused rather than submitted twice.
         if (failMode === 'closed') return;

@@ -1,0 +1,188 @@
+// The records of the answers that land in one turn of the event loop (src/store/batch-per-turn.ts): on a
+// single Redis one script call writes them all, each with exactly the outcome it would have had alone,
+// and a failing call sends every one of them to the fail-open path; on a Cluster each record goes alone,
+// since one script may touch only one slot.
+import { randomUUID } from 'node:crypto';
+import { Cluster } from 'ioredis';
+import pino from 'pino';
+import { Registry } from 'prom-client';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import type { GatewayConfig } from '../../src/config/schema.ts';
+import type { SubmissionResponse } from '../../src/ownership/store.ts';
+import { openStore, type GatewayStore } from '../../src/store/from-config.ts';
+import {
+  startRedisCluster,
+  startRedisServer,
+  waitFor,
+  type RedisCluster,
+  type RedisServer,
+} from '../support/redis-server.ts';
+
+const KEY_PREFIX = 'gengate:';
+
+function storeConfig(redis: GatewayConfig['store']['redis']): GatewayConfig['store'] {
+  return { kind: 'redis', redis, failMode: 'open', replicas: 1, ownershipTtlSeconds: 3600 };
+}
+
+function open(config: GatewayConfig['store']): Promise<GatewayStore> {
+  return openStore(config, { logger: pino({ level: 'silent' }), registry: new Registry() });
+}
+
+function answer(requestId: string): SubmissionResponse {
+  return {
+    status: 200,
+    contentType: 'application/json',
+    body: Buffer.from(`{"status":200,"data":{"requestId":"${requestId}"}}`),
+  };
+}
+
+/** Claims each id for its tenant, then completes them all in one turn, as answers landing together. */
+async function claimThenCompleteInOneTurn(store: GatewayStore, ids: readonly [string, string][]) {
+  for (const [requestId, tenant] of ids) {
+    expect(await store.ownership.claim(requestId, tenant)).toEqual({ kind: 'claimed' });
+  }
+  await Promise.all(
+    ids.map(([requestId, tenant]) => store.ownership.complete(requestId, tenant, answer(requestId))),
+  );
+}
+
+/** The client commands a store sends while `during` runs, from Redis MONITOR. */
+async function clientCommandsDuring(redis: RedisServer, during: () => Promise<void>): Promise<string[][]> {
+  const monitorClient = redis.client();
+  const monitor = await monitorClient.monitor();
+  const commands: string[][] = [];
+  monitor.on('monitor', (_time: string, args: string[], source: string) => {
+    if (source !== 'lua') commands.push(args);
+  });
+  try {
+    await during();
+    await monitorClient.echo('end');
+    await waitFor('the monitor to see the end marker', () => commands.some(([name]) => name === 'echo'));
+    return commands.filter(([name]) => name !== 'echo');
+  } finally {
+    monitor.disconnect();
+  }
+}
+
+describe('on a single Redis', () => {
+  let redis: RedisServer;
+  let store: GatewayStore;
+  beforeAll(async () => {
+    redis = await startRedisServer();
+    store = await open(storeConfig({ url: redis.url, keyPrefix: KEY_PREFIX, commandTimeoutMs: 2_000 }));
+  });
+  afterAll(async () => {
+    await store.close();
+    await redis.stop();
+  });
+
+  test('the answers of one turn are recorded in one script call, each replayable by its owner', async () => {
+    const ids = Array.from({ length: 20 }, (_, index): [string, string] => [randomUUID(), `t${index % 3}`]);
+    const sent = await clientCommandsDuring(redis, () => claimThenCompleteInOneTurn(store, ids));
+    // 20 claims one by one, then one call that carries the 20 records.
+    const records = sent.slice(ids.length);
+    expect(records).toHaveLength(1);
+    expect(records[0]?.[0]).toMatch(/^evalsha$|^eval$/);
+    expect(records[0]?.[2]).toBe('20');
+    for (const [requestId, tenant] of ids) {
+      expect(await store.ownership.claim(requestId, tenant)).toEqual({
+        kind: 'replay',
+        response: answer(requestId),
+      });
+      expect(await store.ownership.claim(requestId, 'other')).toEqual({ kind: 'owned_by_another_tenant' });
+    }
+  });
+
+  test('a record whose id another tenant holds is left alone, and the rest of its call is written', async () => {
+    const [taken, free] = [randomUUID(), randomUUID()];
+    expect(await store.ownership.claim(taken, 'holder')).toEqual({ kind: 'claimed' });
+    expect(await store.ownership.claim(free, 'alpha')).toEqual({ kind: 'claimed' });
+    await Promise.all([
+      store.ownership.complete(taken, 'alpha', answer(taken)),
+      store.ownership.complete(free, 'alpha', answer(free)),
+    ]);
+    expect(await redis.client().get(`${KEY_PREFIX}request:${taken}`)).toBe('holder');
+    expect(await store.ownership.claim(free, 'alpha')).toEqual({ kind: 'replay', response: answer(free) });
+  });
+
+  test('at most 64 records per call', async () => {
+    const ids = Array.from({ length: 100 }, (): [string, string] => [randomUUID(), 'alpha']);
+    const sent = await clientCommandsDuring(redis, () => claimThenCompleteInOneTurn(store, ids));
+    expect(sent.slice(ids.length).map((command) => command[2])).toEqual(['64', '36']);
+  });
+});
+
+test('a failing call sends each of its records to the fail-open path, written back once Redis answers', async () => {
+  const redis = await startRedisServer();
+  const store = await open(storeConfig({ url: redis.url, keyPrefix: KEY_PREFIX, commandTimeoutMs: 2_000 }));
+  try {
+    const ids = Array.from({ length: 5 }, (): string => randomUUID());
+    for (const requestId of ids)
+      expect(await store.ownership.claim(requestId, 'alpha')).toEqual({ kind: 'claimed' });
+    await redis.kill();
+    await Promise.all(
+      ids.map((requestId) => store.ownership.complete(requestId, 'alpha', answer(requestId))),
+    );
+    // Meanwhile this replica answers repeats from its own memory.
+    for (const requestId of ids) {
+      expect(await store.ownership.claim(requestId, 'alpha')).toEqual({
+        kind: 'replay',
+        response: answer(requestId),
+      });
+    }
+    await redis.restart();
+    const client = redis.client();
+    await waitFor('every record to be written back', async () => {
+      const stored = await Promise.all(
+        ids.map((requestId) => client.get(`${KEY_PREFIX}request:${requestId}`)),
+      );
+      return stored.every((record) => record?.startsWith('alpha {') === true);
+    });
+  } finally {
+    await store.close();
+    await redis.stop();
+  }
+});
+
+describe('on a Cluster', () => {
+  let cluster: RedisCluster;
+  let store: GatewayStore;
+  beforeAll(async () => {
+    cluster = await startRedisCluster();
+    store = await open(
+      // With nodes, url is not used.
+      storeConfig({
+        nodes: cluster.nodes,
+        url: 'redis://unused',
+        keyPrefix: KEY_PREFIX,
+        commandTimeoutMs: 2_000,
+      }),
+    );
+  });
+  afterAll(async () => {
+    await store.close();
+    await cluster.stop();
+  });
+
+  test('answers landing together in ids of different slots are each recorded', async () => {
+    const ids = Array.from({ length: 12 }, (): [string, string] => [randomUUID(), 'alpha']);
+    await claimThenCompleteInOneTurn(store, ids);
+    // In the Cluster itself: a failed write would also replay, from this replica's fail-open memory.
+    expect(store.limiter.degraded).toBe(false);
+    const client = new Cluster(cluster.nodes);
+    try {
+      const stored = await Promise.all(
+        ids.map(([requestId]) => client.get(`${KEY_PREFIX}request:${requestId}`)),
+      );
+      expect(stored.every((record) => record?.startsWith('alpha {') === true)).toBe(true);
+    } finally {
+      client.disconnect();
+    }
+    for (const [requestId] of ids) {
+      expect(await store.ownership.claim(requestId, 'alpha')).toEqual({
+        kind: 'replay',
+        response: answer(requestId),
+      });
+    }
+  });
+});
