@@ -31,12 +31,11 @@ export function installRequestObserver(app: FastifyInstance, metrics: GatewayMet
     const tenant = request.caller?.tenant.id ?? NO_TENANT;
     const status = reply.statusCode;
     const method = METHOD_LABELS.has(request.method) ? request.method : OTHER_METHOD;
-    metrics.httpRequests.labels(route, method, status, tenant).inc();
+    metrics.httpRequests.labels(route, method, String(status), tenant).inc();
     metrics.httpDuration.labels(route).observe(totalMs / 1000);
     if (request.upstreamMs !== undefined) {
-      metrics.upstreamDuration
-        .labels(route, request.upstreamStatus ?? 'error')
-        .observe(request.upstreamMs / 1000);
+      const upstreamStatus = request.upstreamStatus === undefined ? 'error' : String(request.upstreamStatus);
+      metrics.upstreamDuration.labels(route, upstreamStatus).observe(request.upstreamMs / 1000);
     }
     metrics.overhead.labels(route).observe(Math.max(0, totalMs - (request.upstreamMs ?? 0)) / 1000);
     request.log.info(

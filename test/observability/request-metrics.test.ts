@@ -129,7 +129,7 @@ describe('per-request metrics on GET /metrics', () => {
     ]);
     const overhead = await seriesOf('gengate_overhead_seconds');
     expect(overhead).toContain('gengate_overhead_seconds_count{route="images.create"} 4');
-    expect(overhead).toContain('gengate_overhead_seconds_bucket{route="images.create",le="+Inf"} 4');
+    expect(overhead).toContain('gengate_overhead_seconds_bucket{le="+Inf",route="images.create"} 4');
   });
 
   test('rate-limit decisions per limit, and the images counted for usage', async () => {
