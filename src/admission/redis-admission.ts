@@ -1,5 +1,6 @@
 // Admission on a single Redis in one round trip: one script checks the request id, charges the limits
-// (charge_limits of src/ratelimit/gcra.lua) and claims the id only when the charge is admitted. Anything
+// (charge_limits of src/ratelimit/gcra.lua) and claims the id only when the charge is admitted; the
+// requests of one event-loop turn share one call of it. Anything
 // it cannot decide goes the sequential way: a store that is failing (the shared breaker sends both steps
 // to their fallbacks), a charge decided without the store, or an id the store does not know but this
 // replica may have claimed while the store was down.
@@ -10,6 +11,8 @@ import type { RateLimitMetrics } from '../ratelimit/metrics.ts';
 import { CHARGE_LIMITS_LUA, chargeLimitsInput, decisionFromReply } from '../ratelimit/redis-limiter.ts';
 import type { LimitRequest, RateLimiter } from '../ratelimit/types.ts';
 import type { StoreBreaker } from '../store/circuit-breaker.ts';
+import { batchPerTurn } from '../store/batch-per-turn.ts';
+import { turnScheduleOf } from '../store/coalesce-writes.ts';
 import { commandDeadline, defineScript, type RedisConnection } from '../store/redis.ts';
 import {
   createSequentialAdmission,
@@ -18,24 +21,52 @@ import {
   type RequestIdCheck,
 } from './admission.ts';
 
-// KEYS[1]  the id's record (`<tenant>` pending, `<tenant> <response>` completed; see ownership/redis-store)
-// KEYS[2…] the limits' states, as charge_limits takes them
-// ARGV[1]  `claim` or `own`; ARGV[2] the tenant; ARGV[3] the claim's TTL, ms; ARGV[4…] charge_limits' own
-// Reply    {'taken', record} | {'not_owned'} | {'unknown'} | {'charged', charge_limits' reply}
+// One admission: its id's record (`<tenant>` pending, `<tenant> <response>` completed; see
+// ownership/redis-store), its limits' keys and charge_limits' arguments, as charge_limits takes them.
+// Reply: {'taken', record} | {'not_owned'} | {'unknown'} | {'charged', charge_limits' reply}.
+//
+// The script admits a turn's requests in order (src/store/batch-per-turn.ts). ARGV[1] is their number;
+// each then takes from KEYS its record's key and its limits' keys, and from ARGV its limit count, `claim`
+// or `own`, its tenant, the claim's TTL (ms) and charge_limits' own arguments (2 + 3 per limit).
 const ADMISSION_LUA = `${CHARGE_LIMITS_LUA}
-local record = redis.call('GET', KEYS[1])
-if ARGV[1] == 'claim' then
-  if record then return {'taken', record} end
-elseif not record then
-  return {'unknown'}
-elseif string.match(record, '^[^ ]*') ~= ARGV[2] then
-  return {'not_owned'}
+local function admit(record_key, limit_keys, intent, tenant, ttl, charge_args)
+  local record = redis.call('GET', record_key)
+  if intent == 'claim' then
+    if record then return {'taken', record} end
+  elseif not record then
+    return {'unknown'}
+  elseif string.match(record, '^[^ ]*') ~= tenant then
+    return {'not_owned'}
+  end
+  local charged = charge_limits(limit_keys, charge_args)
+  if intent == 'claim' and charged[2] == 1 then
+    redis.call('SET', record_key, tenant, 'PX', ttl)
+  end
+  return {'charged', charged}
 end
-local charged = charge_limits({unpack(KEYS, 2)}, {unpack(ARGV, 4)})
-if ARGV[1] == 'claim' and charged[2] == 1 then
-  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+
+local replies = {}
+local key, arg = 1, 2
+for n = 1, tonumber(ARGV[1]) do
+  local limit_count = tonumber(ARGV[arg])
+  local charge_arg_count = 2 + 3 * limit_count
+  local limit_keys, charge_args = {}, {}
+  for i = 1, limit_count do limit_keys[i] = KEYS[key + i] end
+  for i = 1, charge_arg_count do charge_args[i] = ARGV[arg + 3 + i] end
+  replies[n] = admit(KEYS[key], limit_keys, ARGV[arg + 1], ARGV[arg + 2], ARGV[arg + 3], charge_args)
+  key = key + 1 + limit_count
+  arg = arg + 4 + charge_arg_count
 end
-return {'charged', charged}`;
+return replies`;
+
+// Admissions of one turn per script call at most: a bounded script run, so Redis never blocks for long.
+const MAX_ADMISSIONS_PER_CALL = 64;
+
+/** One admission's keys and arguments, in the script's layout. */
+interface AdmissionCall {
+  keys: string[];
+  args: (string | number)[];
+}
 
 export interface RedisAdmissionOptions {
   connection: RedisConnection;
@@ -54,6 +85,21 @@ export function createRedisAdmission(options: RedisAdmissionOptions): Admission 
   const bounded = commandDeadline(options.connection, options.commandTimeoutMs);
   const sequential = createSequentialAdmission(options.ownership, options.limiter);
   const runScript = defineScript(options.connection, 'gengateAdmit', ADMISSION_LUA);
+  const sendAdmissions = async (calls: readonly AdmissionCall[]): Promise<unknown[]> => {
+    const keys = calls.flatMap((call) => call.keys);
+    const reply = await runScript(keys.length, ...keys, calls.length, ...calls.flatMap((call) => call.args));
+    if (!Array.isArray(reply) || reply.length !== calls.length) {
+      throw new Error('unexpected admission script reply');
+    }
+    return reply as unknown[];
+  };
+  // The requests admitted in one turn share one call, the last of the turn's commands: after the answers
+  // recorded in it, so a repeat sees its original's (src/store/coalesce-writes.ts).
+  const turn = turnScheduleOf(options.connection);
+  const admitInStore =
+    turn === undefined
+      ? async (call: AdmissionCall) => (await sendAdmissions([call]))[0]
+      : batchPerTurn(sendAdmissions, MAX_ADMISSIONS_PER_CALL, turn.atTurnEnd).add;
 
   async function runInStore(
     tenantId: string,
@@ -64,15 +110,10 @@ export function createRedisAdmission(options: RedisAdmissionOptions): Admission 
     const started = performance.now();
     try {
       const reply = await bounded(
-        runScript(
-          1 + charge.keys.length,
-          ownershipKey(requestId.requestId),
-          ...charge.keys,
-          requestId.intent,
-          tenantId,
-          options.ownershipTtlMs,
-          ...charge.args,
-        ),
+        admitInStore({
+          keys: [ownershipKey(requestId.requestId), ...charge.keys],
+          args: [limits.length, requestId.intent, tenantId, options.ownershipTtlMs, ...charge.args],
+        }),
       );
       metrics.observeStore('admission', (performance.now() - started) / 1000, false);
       return reply;

@@ -1,10 +1,9 @@
 // store.kind redis: one key per request id, so every replica sees every claim. Each operation is one
-// bounded round trip on one key (Cluster-safe), except that on a single Redis the answers' records of one
+// bounded round trip on one key (Cluster-safe), except that on a single Redis the answers recorded in one
 // event-loop turn share one call (src/store/batch-per-turn.ts). When the store fails, a circuit breaker keeps it off the
 // request path until a probe answers; meanwhile `failMode` decides (see docs/ownership.md): `closed`
 // refuses with store_unavailable, `open` claims in a per-replica memory store and writes those records
 // back once the store answers. Neither mode ever lets a tenant reach an id the gateway cannot tie to it.
-import { Cluster } from 'ioredis';
 import { gatewayError } from '../errors/registry.ts';
 import {
   STORE_UNAVAILABLE_RETRY_AFTER_SECONDS,
@@ -13,6 +12,7 @@ import {
 } from '../store/circuit-breaker.ts';
 import type { ObserveStore } from '../ratelimit/metrics.ts';
 import { batchPerTurn } from '../store/batch-per-turn.ts';
+import { turnScheduleOf } from '../store/coalesce-writes.ts';
 import { commandDeadline, defineScript, type RedisConnection, type StoreLogger } from '../store/redis.ts';
 import { createMemoryOwnershipStore } from './memory-store.ts';
 import {
@@ -41,8 +41,9 @@ return false`;
 const RECORD_LUA = `
 local written = {}
 for i = 1, #KEYS do
-  local existing = redis.call('GET', KEYS[i])
-  if existing and string.match(existing, '^[^ ]*') ~= ARGV[3 * i - 1] then
+  -- pcall: a key that is not a string is no record to overwrite, and must not fail the others' writes.
+  local existing = redis.pcall('GET', KEYS[i])
+  if type(existing) == 'table' or (existing and string.match(existing, '^[^ ]*') ~= ARGV[3 * i - 1]) then
     written[i] = 0
   else
     redis.call('SET', KEYS[i], ARGV[3 * i - 2], 'PX', ARGV[3 * i])
@@ -140,11 +141,15 @@ export function createRedisOwnershipStore(options: RedisOwnershipStoreOptions): 
       ),
       records.length,
     );
-  const writeOne = async (record: RecordWrite): Promise<Written> => (await writeRecords([record]))[0] ?? 0;
-  // The answers landing in one turn are recorded in one call. A Cluster spreads request ids over its
-  // slots, and one script may only touch one slot, so there each record goes alone.
-  const writeAnswerRecord =
-    connection instanceof Cluster ? writeOne : batchPerTurn(writeRecords, MAX_RECORDS_PER_CALL);
+  const writeOne = async (record: RecordWrite): Promise<Written> =>
+    (await writeRecords([record]))[0] as Written;
+  // The answers landing in one turn are recorded in one call, sent before any later command so that
+  // whatever reads the id next sees the answer (src/store/coalesce-writes.ts). A Cluster spreads request
+  // ids over its slots, and one script may only touch one slot, so there each record goes alone.
+  const turn = turnScheduleOf(connection);
+  const answerRecords =
+    turn === undefined ? undefined : batchPerTurn(writeRecords, MAX_RECORDS_PER_CALL, turn.beforeNextCommand);
+  const writeAnswerRecord = answerRecords === undefined ? writeOne : answerRecords.add;
   // Fail-open only: claims made while the store was down, and the ids still to write back to it.
   const fallback = createMemoryOwnershipStore({ ttlMs });
   const unsynced = new Set<string>();
@@ -267,6 +272,8 @@ export function createRedisOwnershipStore(options: RedisOwnershipStoreOptions): 
     },
 
     async close() {
+      // Answers recorded in the closing turn still reach the store before the connection goes.
+      await answerRecords?.drain();
       await fallback.close();
     },
   };

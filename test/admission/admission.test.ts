@@ -160,6 +160,58 @@ describe('admission on a single Redis', () => {
     }
   });
 
+  test("the requests of one turn are admitted in one call, each with its own outcome, after the turn's answers", async () => {
+    const store = await open(storeConfig('redis', redis.url));
+    const monitorClient = redis.client();
+    try {
+      const [fresh, taken, answered, othersId] = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
+      for (const [requestId, owner] of [
+        [taken, 'batch'],
+        [answered, 'batch'],
+        [othersId, 'someone-else'],
+      ] as const) {
+        expect(
+          await store.admission.admit(owner, TWO_PER_MINUTE, { requestId, intent: 'claim' }),
+        ).toMatchObject({
+          kind: 'decided',
+        });
+      }
+      const monitor = await monitorClient.monitor();
+      const sent: string[][] = [];
+      monitor.on('monitor', (_time: string, args: string[], source: string) => {
+        if (source !== 'lua') sent.push(args);
+      });
+      // In one turn: a new id (refused: the tenant's two a minute are used), an id still pending, an answer
+      // being recorded then a repeat of its id, and a read of another tenant's id.
+      const outcomes = Promise.all([
+        store.admission.admit('batch', TWO_PER_MINUTE, { requestId: fresh, intent: 'claim' }),
+        store.admission.admit('batch', TWO_PER_MINUTE, { requestId: taken, intent: 'claim' }),
+        store.ownership.complete(answered, 'batch', SUBMISSION),
+        store.admission.admit('batch', TWO_PER_MINUTE, { requestId: answered, intent: 'claim' }),
+        store.admission.admit('batch', TWO_PER_MINUTE, { requestId: othersId, intent: 'own' }),
+      ]);
+      const [refused, ...others] = await outcomes;
+      expect(refused).toMatchObject({ kind: 'decided', decision: { outcome: 'rate_limited', exact: true } });
+      expect(others).toEqual([
+        { kind: 'request_id_taken', outcome: { kind: 'pending' } },
+        undefined,
+        { kind: 'request_id_taken', outcome: { kind: 'replay', response: SUBMISSION } },
+        { kind: 'not_owned' },
+      ]);
+      await monitorClient.echo('end');
+      await waitFor('the monitor to see the end marker', () => sent.some(([name]) => name === 'echo'));
+      // The record's call, then one admission call carrying the four requests.
+      const scripts = sent.filter(([name]) => /^evalsha$|^eval$/i.test(name ?? ''));
+      // EVALSHA sha numkeys key… arg…: the record has one key; the admissions two each (record, limit),
+      // and the number of admissions as their first argument.
+      expect(scripts.map((args) => args[2])).toEqual(['1', '8']);
+      expect(scripts[1]?.[3 + 8]).toBe('4');
+      monitor.disconnect();
+    } finally {
+      await store.close();
+    }
+  });
+
   test('a failing store sends both steps to their fallbacks at once (shared breaker), then recovers', async () => {
     const own = await startRedisServer();
     const store = await open(storeConfig('redis', own.url));

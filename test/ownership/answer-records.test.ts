@@ -105,6 +105,39 @@ describe('on a single Redis', () => {
     expect(await store.ownership.claim(free, 'alpha')).toEqual({ kind: 'replay', response: answer(free) });
   });
 
+  test('a record lives as long as a claim, whatever its place in the call', async () => {
+    const ids = Array.from({ length: 3 }, (): [string, string] => [randomUUID(), 'alpha']);
+    await claimThenCompleteInOneTurn(store, ids);
+    for (const [requestId] of ids) {
+      const ttlMs = await redis.client().pttl(`${KEY_PREFIX}request:${requestId}`);
+      expect(ttlMs).toBeGreaterThan(3_590_000);
+      expect(ttlMs).toBeLessThanOrEqual(3_600_000);
+    }
+  });
+
+  test('an answer recorded in a turn is seen by a claim issued later in that turn', async () => {
+    const requestId = randomUUID();
+    expect(await store.ownership.claim(requestId, 'alpha')).toEqual({ kind: 'claimed' });
+    const completed = store.ownership.complete(requestId, 'alpha', answer(requestId));
+    const repeat = store.ownership.claim(requestId, 'alpha');
+    await completed;
+    expect(await repeat).toEqual({ kind: 'replay', response: answer(requestId) });
+  });
+
+  test('a key that holds no record is left alone without failing the others in its call', async () => {
+    const [damaged, sound] = [randomUUID(), randomUUID()];
+    await redis.client().hset(`${KEY_PREFIX}request:${damaged}`, 'not', 'a record');
+    expect(await store.ownership.claim(sound, 'alpha')).toEqual({ kind: 'claimed' });
+    await Promise.all([
+      store.ownership.complete(damaged, 'alpha', answer(damaged)),
+      store.ownership.complete(sound, 'alpha', answer(sound)),
+    ]);
+    expect(await redis.client().type(`${KEY_PREFIX}request:${damaged}`)).toBe('hash');
+    // Written to Redis itself: a failed call would also replay, from the fail-open memory.
+    expect(store.limiter.degraded).toBe(false);
+    expect(await redis.client().get(`${KEY_PREFIX}request:${sound}`)).toMatch(/^alpha \{/);
+  });
+
   test('at most 64 records per call', async () => {
     const ids = Array.from({ length: 100 }, (): [string, string] => [randomUUID(), 'alpha']);
     const sent = await clientCommandsDuring(redis, () => claimThenCompleteInOneTurn(store, ids));
@@ -140,6 +173,21 @@ test('a failing call sends each of its records to the fail-open path, written ba
     });
   } finally {
     await store.close();
+    await redis.stop();
+  }
+});
+
+test('closing the store sends the answers recorded in its last turn', async () => {
+  const redis = await startRedisServer();
+  const store = await open(storeConfig({ url: redis.url, keyPrefix: KEY_PREFIX, commandTimeoutMs: 2_000 }));
+  const requestId = randomUUID();
+  try {
+    expect(await store.ownership.claim(requestId, 'alpha')).toEqual({ kind: 'claimed' });
+    const completed = store.ownership.complete(requestId, 'alpha', answer(requestId));
+    await store.close();
+    await completed;
+    expect(await redis.client().get(`${KEY_PREFIX}request:${requestId}`)).toMatch(/^alpha \{/);
+  } finally {
     await redis.stop();
   }
 });
