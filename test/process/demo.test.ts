@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startGatewayProcess, type GatewayProcess } from '../support/gateway-process.ts';
 import { freePort } from '../support/free-port.ts';
+import { waitFor } from '../support/redis-server.ts';
 
 // The demo keys published in README.md and config/demo-secrets/README.md.
 const DEMO_KEYS = {
@@ -95,4 +96,22 @@ test("a demo tenant cannot read the other's request", async () => {
   const image = await call('studio', 'POST', '/v1/images/generations', {});
   const id = image.body.data.requestId;
   expect((await call('lab', 'GET', `/v1/images/generations/${id}`)).status).toBe(404);
+});
+
+test('a request is logged while the gateway runs: buffered log writes are flushed within 250 ms', async () => {
+  const image = await call('lab', 'POST', '/v1/images/generations', {});
+  const requestId = image.headers.get('x-request-id');
+  expect(requestId).toBeTruthy();
+  // A lone request: far too little to fill a 4 KB write, so only the periodic flush sends its line.
+  await waitFor(
+    'the request log line',
+    () => gateway.lines.some((line) => line.requestId === requestId),
+    2_000,
+  );
+  expect(gateway.lines.find((line) => line.requestId === requestId)).toMatchObject({
+    msg: 'request',
+    tenant: 'lab',
+    route: 'images.create',
+    status: 200,
+  });
 });
