@@ -1,9 +1,9 @@
 // Admission on a single Redis in one round trip: one script checks the request id, charges the limits
 // (charge_limits of src/ratelimit/gcra.lua) and claims the id only when the charge is admitted; the
-// requests of one event-loop turn share one call of it. Anything
-// it cannot decide goes the sequential way: a store that is failing (the shared breaker sends both steps
-// to their fallbacks), a charge decided without the store, or an id the store does not know but this
-// replica may have claimed while the store was down.
+// requests of one event-loop turn share one call of it. Anything it cannot decide goes the sequential
+// way: a store that is failing (the shared breaker sends both steps to their fallbacks), a charge decided
+// without the store, or an id the store does not know but this replica may have claimed while the store
+// was down.
 import { decodeRecord, ownershipKey } from '../ownership/redis-store.ts';
 import { claimOutcomeOf, type OwnershipStore } from '../ownership/store.ts';
 import { decideWithoutStore } from '../ratelimit/decision.ts';
@@ -23,14 +23,18 @@ import {
 
 // One admission: its id's record (`<tenant>` pending, `<tenant> <response>` completed; see
 // ownership/redis-store), its limits' keys and charge_limits' arguments, as charge_limits takes them.
-// Reply: {'taken', record} | {'not_owned'} | {'unknown'} | {'charged', charge_limits' reply}.
+// Reply: {'taken', record} | {'not_owned'} | {'unknown'} | {'charged', charge_limits' reply} |
+// {'error'} (the id's key holds something else than a record).
 //
 // The script admits a turn's requests in order (src/store/batch-per-turn.ts). ARGV[1] is their number;
 // each then takes from KEYS its record's key and its limits' keys, and from ARGV its limit count, `claim`
 // or `own`, its tenant, the claim's TTL (ms) and charge_limits' own arguments (2 + 3 per limit).
 const ADMISSION_LUA = `${CHARGE_LIMITS_LUA}
 local function admit(record_key, limit_keys, intent, tenant, ttl, charge_args)
-  local record = redis.call('GET', record_key)
+  -- pcall: a key that is not a string fails this admission alone, not the others of its call (Redis
+  -- would keep what they had already written).
+  local record = redis.pcall('GET', record_key)
+  if type(record) == 'table' then return {'error'} end
   if intent == 'claim' then
     if record then return {'taken', record} end
   elseif not record then
@@ -133,15 +137,14 @@ export function createRedisAdmission(options: RedisAdmissionOptions): Admission 
       ) {
         return sequential.admit(tenantId, limits, requestId);
       }
-      let reply: unknown;
+      let result: AdmissionResult | undefined;
       try {
-        reply = await runInStore(tenantId, limits, requestId);
+        result = resultOf(await runInStore(tenantId, limits, requestId), tenantId, limits);
       } catch {
         // The limiter and ownership log the trip (they share the breaker); both now use their fallbacks.
         breaker.trip();
         return sequential.admit(tenantId, limits, requestId);
       }
-      const result = resultOf(reply, tenantId, limits);
       if (result === undefined) return sequential.admit(tenantId, limits, requestId);
       if (result.kind === 'decided' && result.decision !== undefined) {
         metrics.recordDecision(tenantId, result.decision, limits);
@@ -166,6 +169,9 @@ function resultOf(
       return { kind: 'not_owned' };
     case 'unknown':
       return undefined;
+    case 'error':
+      // As a failed call of its own would: the breaker trips and the sequential way decides.
+      throw new Error("the request id's key holds no record");
     case 'taken':
       if (typeof detail !== 'string') throw new Error('unexpected admission script reply');
       return { kind: 'request_id_taken', outcome: claimOutcomeOf(decodeRecord(detail), tenantId) };

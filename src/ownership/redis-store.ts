@@ -1,9 +1,10 @@
 // store.kind redis: one key per request id, so every replica sees every claim. Each operation is one
 // bounded round trip on one key (Cluster-safe), except that on a single Redis the answers recorded in one
-// event-loop turn share one call (src/store/batch-per-turn.ts). When the store fails, a circuit breaker keeps it off the
-// request path until a probe answers; meanwhile `failMode` decides (see docs/ownership.md): `closed`
-// refuses with store_unavailable, `open` claims in a per-replica memory store and writes those records
-// back once the store answers. Neither mode ever lets a tenant reach an id the gateway cannot tie to it.
+// event-loop turn share one call (src/store/batch-per-turn.ts). When the store fails, a circuit breaker
+// keeps it off the request path until a probe answers; meanwhile `failMode` decides (see
+// docs/ownership.md): `closed` refuses with store_unavailable, `open` claims in a per-replica memory
+// store and writes those records back once the store answers. Neither mode ever lets a tenant reach an
+// id the gateway cannot tie to it.
 import { gatewayError } from '../errors/registry.ts';
 import {
   STORE_UNAVAILABLE_RETRY_AFTER_SECONDS,

@@ -64,6 +64,7 @@ export function batchPerTurn<Item, Result>(
         if (batch.length >= maxItems) flush();
       }),
     async drain() {
+      // The flush already scheduled for this turn will find nothing left.
       flush();
       await Promise.all(inFlight);
     },

@@ -18,7 +18,10 @@ import type { RedisConnection } from './redis.ts';
 
 export type Send = () => void;
 
-/** When a batch of the turn is sent; both run before the turn's commands leave. */
+/**
+ * When a batch of the turn is sent; both run before the turn's commands leave. A send must not throw
+ * (batch-per-turn's hands every error to its callers): the sends after it in the turn would be lost.
+ */
 export interface TurnSchedule {
   /** Before the next command sent on the connection, or at the end of the turn if none comes. */
   beforeNextCommand: (send: Send) => void;
@@ -33,7 +36,7 @@ export function coalesceWrites(redis: Redis): void {
   let corked: Writable | undefined;
   let beforeNext: Send[] = [];
   let atEnd: Send[] = [];
-  let ending = false;
+  let endScheduled = false;
   // Each list is emptied before its sends run, so a send's own command does not run it again.
   const run = (sends: Send[]): void => {
     for (const send of sends) send();
@@ -50,15 +53,15 @@ export function coalesceWrites(redis: Redis): void {
       run(due);
       sendBeforeNext();
     } finally {
-      ending = false;
+      endScheduled = false;
       // The socket corked, even if a reconnection has replaced it since.
       corked?.uncork();
       corked = undefined;
     }
   };
   const endTurnSoon = (): void => {
-    if (ending) return;
-    ending = true;
+    if (endScheduled) return;
+    endScheduled = true;
     setImmediate(endTurn);
   };
   redis.sendCommand = (command, stream) => {

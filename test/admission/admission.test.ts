@@ -212,6 +212,96 @@ describe('admission on a single Redis', () => {
     }
   });
 
+  test('a turn of admissions with 1, 2 and 3 limits and two tenants is decided as one at a time', async () => {
+    const store = await open(storeConfig('redis', redis.url));
+    const limitsOf = (count: number, perMinute: number): LimitRequest[] =>
+      Array.from({ length: count }, (_, index) => ({
+        id: `l${index}`,
+        limit: perMinute + index,
+        windowSeconds: 60,
+        cost: index + 1,
+      }));
+    // Each tenant's limits fill up within the turn: later requests are refused because of earlier ones.
+    const shapes = [3, 1, 2, 3, 1, 2, 2, 3, 1].map((count, index) => ({
+      count,
+      tenant: index % 2 === 0 ? 'even' : 'odd',
+    }));
+    const decide = async (prefix: string, batched: boolean) => {
+      const calls = shapes.map(
+        ({ count, tenant }) =>
+          () =>
+            store.admission.admit(`${prefix}-${tenant}`, limitsOf(count, 4), {
+              requestId: randomUUID(),
+              intent: 'claim',
+            }),
+      );
+      const results = [];
+      if (batched) results.push(...(await Promise.all(calls.map((call) => call()))));
+      else for (const call of calls) results.push(await call());
+      return results.map((result) => {
+        if (result.kind !== 'decided' || result.decision === undefined) throw new Error(result.kind);
+        const { outcome, binding, limits, exact } = result.decision;
+        return { outcome, exact, binding: binding?.id, remaining: limits.map((limit) => limit.remaining) };
+      });
+    };
+    try {
+      const oneAtATime = await decide(`alone-${randomUUID()}`, false);
+      expect(oneAtATime.map(({ outcome }) => outcome)).toContain('rate_limited');
+      expect(await decide(`batch-${randomUUID()}`, true)).toEqual(oneAtATime);
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('more than 64 admissions in a turn take two calls, every one decided', async () => {
+    const store = await open(storeConfig('redis', redis.url));
+    const monitorClient = redis.client();
+    const monitor = await monitorClient.monitor();
+    const scripts: string[][] = [];
+    monitor.on('monitor', (_time: string, args: string[], source: string) => {
+      if (source !== 'lua' && /^evalsha$|^eval$/i.test(args[0] ?? '')) scripts.push(args);
+    });
+    try {
+      const many = [{ id: 'requests', limit: 1_000, windowSeconds: 60, cost: 1 }];
+      const results = await Promise.all(
+        Array.from({ length: 65 }, () =>
+          store.admission.admit('sixty-five', many, { requestId: randomUUID(), intent: 'claim' }),
+        ),
+      );
+      expect(results.map((result) => result.kind === 'decided' && result.decision?.outcome)).toEqual(
+        Array.from({ length: 65 }, () => 'admitted'),
+      );
+      await monitorClient.echo('end');
+      await waitFor('the monitor to see both calls', () => scripts.length === 2);
+      // The number of admissions is the first argument after the keys (two per admission).
+      expect(scripts.map((args) => args[3 + Number(args[2])])).toEqual(['64', '1']);
+    } finally {
+      monitor.disconnect();
+      await store.close();
+    }
+  });
+
+  test('an id whose key holds no record fails its own admission alone, as a call of its own would', async () => {
+    const store = await open(storeConfig('redis', redis.url));
+    try {
+      const [before, damaged, after] = [randomUUID(), randomUUID(), randomUUID()];
+      await redis.client().hset(`gengate:request:${damaged}`, 'not', 'a record');
+      const [first, second, third] = await Promise.all(
+        [before, damaged, after].map((requestId) =>
+          store.admission.admit('damaged', TWO_PER_MINUTE, { requestId, intent: 'claim' }),
+        ),
+      );
+      // The others were decided exactly, in Redis; the damaged one by the fallback, after the trip.
+      expect(first).toMatchObject({ kind: 'decided', decision: { outcome: 'admitted', exact: true } });
+      expect(third).toMatchObject({ kind: 'decided', decision: { outcome: 'admitted', exact: true } });
+      expect(second).toMatchObject({ kind: 'decided', decision: { exact: false } });
+      expect(await redis.client().get(`gengate:request:${before}`)).toBe('damaged');
+      expect(await redis.client().get(`gengate:request:${after}`)).toBe('damaged');
+    } finally {
+      await store.close();
+    }
+  });
+
   test('a failing store sends both steps to their fallbacks at once (shared breaker), then recovers', async () => {
     const own = await startRedisServer();
     const store = await open(storeConfig('redis', own.url));

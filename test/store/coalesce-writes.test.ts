@@ -4,6 +4,7 @@
 import { createServer, connect, type Server, type AddressInfo, type Socket } from 'node:net';
 import { Cluster, type Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { turnScheduleOf } from '../../src/store/coalesce-writes.ts';
 import { createRedisConnection, waitUntilConnected, type RedisConnection } from '../../src/store/redis.ts';
 import {
   startRedisCluster,
@@ -75,6 +76,39 @@ describe('a single Redis', () => {
     );
     expect(chunksFromClient).toHaveLength(1);
     expect(chunksFromClient[0]!.toString().match(/\$6\r\nincrby\r\n/gi)).toHaveLength(COMMANDS_IN_ONE_TURN);
+  });
+
+  test("batched sends leave in the turn's one write: records before any later command, admissions last", async () => {
+    const schedule = turnScheduleOf(connection);
+    if (schedule === undefined) throw new Error('a single Redis has a turn schedule');
+    chunksFromClient.length = 0;
+    const replies: Promise<unknown>[] = [];
+    schedule.atTurnEnd(() => replies.push(connection.set('at-turn-end', '1')));
+    schedule.beforeNextCommand(() => replies.push(connection.set('before-next', '1')));
+    replies.push(connection.set('direct', '1'));
+    await nextTurn();
+    expect(connection.stream.writableCorked).toBe(0);
+    expect(await Promise.all(replies)).toEqual(['OK', 'OK', 'OK']);
+    expect(chunksFromClient).toHaveLength(1);
+    const sent = chunksFromClient[0]!.toString();
+    const at = (key: string) => sent.indexOf(`\r\n${key}\r\n`);
+    expect(at('coalesce:before-next')).toBeGreaterThan(0);
+    expect(at('coalesce:before-next')).toBeLessThan(at('coalesce:direct'));
+    expect(at('coalesce:direct')).toBeLessThan(at('coalesce:at-turn-end'));
+  });
+
+  test('a turn with batched sends only is written in its check phase too', async () => {
+    const schedule = turnScheduleOf(connection);
+    if (schedule === undefined) throw new Error('a single Redis has a turn schedule');
+    chunksFromClient.length = 0;
+    let reply: Promise<unknown> | undefined;
+    schedule.atTurnEnd(() => {
+      reply = connection.set('alone', '1');
+    });
+    await nextTurn();
+    expect(connection.stream.writableCorked).toBe(0);
+    expect(await reply).toBe('OK');
+    expect(chunksFromClient).toHaveLength(1);
   });
 
   test('a command of a later turn is written while the reply to an earlier one is still awaited', async () => {
