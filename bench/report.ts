@@ -31,6 +31,22 @@ export function summarise(id: string, label: string, rounds: Measurement[]): Tar
   };
 }
 
+/**
+ * `pick(a) / pick(b)` in each round, both measured in that round: the VM's drift between rounds cancels
+ * out of each ratio, which a ratio of the two medians keeps.
+ */
+export function ratiosPerRound(
+  a: TargetSummary | undefined,
+  b: TargetSummary | undefined,
+  pick: (round: Measurement) => number,
+): number[] {
+  if (a === undefined || b === undefined) return [];
+  return a.rounds.map((round, index) => {
+    const other = b.rounds[index];
+    return other === undefined ? Number.NaN : pick(round) / pick(other);
+  });
+}
+
 /** Columns padded to their widest cell; the first left-aligned, the others right-aligned. */
 export function formatTable(header: readonly string[], rows: readonly (readonly string[])[]): string {
   const widths = header.map((title, column) =>

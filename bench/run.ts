@@ -19,7 +19,7 @@ import { summariseCpuProfile, type ProfileSummary } from './cpu-profile.ts';
 import { startGengate, type BenchGengate } from './gengate.ts';
 import { startBareProxy, startFastifyForward, startNginx, startStaticUpstream } from './baselines.ts';
 import { wrkPath } from './load.ts';
-import { measure, type Measurement, type Target } from './measure.ts';
+import { measure, median, type Measurement, type Target } from './measure.ts';
 import { parseBenchOptions, type BenchOptions } from './options.ts';
 import { pinningNote, type BenchProcess } from './processes.ts';
 import { startRedis } from './redis.ts';
@@ -28,6 +28,7 @@ import {
   fixed,
   fixedRateTable,
   formatTable,
+  ratiosPerRound,
   summarise,
   throughputTable,
   type TargetSummary,
@@ -299,7 +300,14 @@ async function main(): Promise<void> {
     const row = (rows: TargetSummary[], id: string) => rows.find((summary) => summary.id === id);
     const directP99 = row(fixedRate, 'direct')?.p99Ms ?? Number.NaN;
     const gengateThroughput = row(throughput, 'gengate')!;
+    const gengateOverBarePerRound = ratiosPerRound(
+      gengateThroughput,
+      row(throughput, 'bare-proxy'),
+      (round) => round.requestsPerSecond,
+    );
     const ratios = {
+      gengateOverBarePerRound,
+      gengateOverBarePerRoundMedian: median(gengateOverBarePerRound),
       gengateOverBareRequestsPerSecond:
         gengateThroughput.requestsPerSecond /
         (row(throughput, 'bare-proxy')?.requestsPerSecond ?? Number.NaN),
@@ -339,6 +347,11 @@ async function main(): Promise<void> {
       `\ngengate / bare-proxy req/s: ${fixed(ratios.gengateOverBareRequestsPerSecond, 2)}; ` +
         `gengate / Fastify + undici forward req/s: ${fixed(ratios.gengateOverFloorRequestsPerSecond, 2)}; ` +
         `gengate / nginx req/s: ${fixed(ratios.gengateOverNginxRequestsPerSecond, 2)}`,
+    );
+    print(
+      `gengate / bare-proxy req/s round by round: ` +
+        `${gengateOverBarePerRound.map((ratio) => fixed(ratio, 2)).join(', ')} ` +
+        `(median ${fixed(ratios.gengateOverBarePerRoundMedian, 2)})`,
     );
     print(
       `CPU per request, gengate / bare-proxy: ${fixed(ratios.gengateOverBareCpuPerRequest, 2)} ` +
