@@ -72,8 +72,12 @@ describe('on a single Redis', () => {
     store = await open(storeConfig({ url: redis.url, keyPrefix: KEY_PREFIX, commandTimeoutMs: 2_000 }));
   });
   afterAll(async () => {
-    await store.close();
-    await redis.stop();
+    // Whatever failed in beforeAll, the Redis it started goes.
+    try {
+      await store.close();
+    } finally {
+      await redis.stop();
+    }
   });
 
   test('the answers of one turn are recorded in one script call, each replayable by its owner', async () => {
@@ -208,8 +212,11 @@ describe('on a Cluster', () => {
     );
   });
   afterAll(async () => {
-    await store.close();
-    await cluster.stop();
+    try {
+      await store.close();
+    } finally {
+      await cluster.stop();
+    }
   });
 
   test('answers landing together in ids of different slots are each recorded', async () => {

@@ -26,6 +26,9 @@ function urlOf(address: ListenAddress): string {
   return `http://127.0.0.1:${address.port}`;
 }
 
+// Start-up takes about a second; under a fully loaded CI machine, a few.
+const READY_TIMEOUT_MS = 20_000;
+
 export async function startGatewayProcess(
   configPath: string,
   env: Record<string, string> = {},
@@ -44,6 +47,7 @@ export async function startGatewayProcess(
   const stderr: string[] = [];
   const exited = once(child, 'exit').then(([code]) => code as number | null);
   child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk.toString('utf8')));
+  let notReady: NodeJS.Timeout | undefined;
   const ready = new Promise<Record<string, unknown>>((resolve, reject) => {
     createInterface({ input: child.stdout }).on('line', (line) => {
       const entry = JSON.parse(line) as Record<string, unknown>;
@@ -53,8 +57,15 @@ export async function startGatewayProcess(
     void exited.then((code) => {
       reject(new Error(`gengate exited with ${code} before it was ready: ${stderr.join('')}`));
     });
+    // A gateway that never gets ready is stopped here: the test that started it has no handle on it.
+    notReady = setTimeout(() => {
+      if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+      reject(new Error(`gengate was not ready within ${READY_TIMEOUT_MS} ms: ${stderr.join('')}`));
+    }, READY_TIMEOUT_MS);
   });
-  const readyLine = await ready;
+  const readyLine = await ready.finally(() => {
+    clearTimeout(notReady);
+  });
   return {
     child,
     signal(name) {
