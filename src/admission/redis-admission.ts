@@ -100,10 +100,8 @@ export function createRedisAdmission(options: RedisAdmissionOptions): Admission 
   // The requests admitted in one turn share one call, the last of the turn's commands: after the answers
   // recorded in it, so a repeat sees its original's (src/store/coalesce-writes.ts).
   const turn = turnScheduleOf(options.connection);
-  const admitInStore =
-    turn === undefined
-      ? async (call: AdmissionCall) => (await sendAdmissions([call]))[0]
-      : batchPerTurn(sendAdmissions, MAX_ADMISSIONS_PER_CALL, turn.atTurnEnd).add;
+  if (turn === undefined) throw new Error('admission in one call needs a single Redis connection');
+  const admitInStore = batchPerTurn(sendAdmissions, MAX_ADMISSIONS_PER_CALL, turn.atTurnEnd).add;
 
   async function runInStore(
     tenantId: string,

@@ -59,7 +59,11 @@ export async function startGatewayProcess(
     });
     // A gateway that never gets ready is stopped here: the test that started it has no handle on it.
     notReady = setTimeout(() => {
-      if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+      try {
+        if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // It exited meanwhile: the exit rejects the wait as well.
+      }
       reject(new Error(`gengate was not ready within ${READY_TIMEOUT_MS} ms: ${stderr.join('')}`));
     }, READY_TIMEOUT_MS);
   });
