@@ -63,9 +63,6 @@ for n = 1, tonumber(ARGV[1]) do
 end
 return replies`;
 
-// Admissions of one turn per script call at most: a bounded script run, so Redis never blocks for long.
-const MAX_ADMISSIONS_PER_CALL = 64;
-
 /** One admission's keys and arguments, in the script's layout. */
 interface AdmissionCall {
   keys: string[];
@@ -101,7 +98,7 @@ export function createRedisAdmission(options: RedisAdmissionOptions): Admission 
   // recorded in it, so a repeat sees its original's (src/store/coalesce-writes.ts).
   const turn = turnScheduleOf(options.connection);
   if (turn === undefined) throw new Error('admission in one call needs a single Redis connection');
-  const admitInStore = batchPerTurn(sendAdmissions, MAX_ADMISSIONS_PER_CALL, turn.atTurnEnd).add;
+  const admitInStore = batchPerTurn(sendAdmissions, turn.atTurnEnd).add;
 
   async function runInStore(
     tenantId: string,

@@ -53,9 +53,6 @@ for i = 1, #KEYS do
 end
 return written`;
 
-// Records of one turn per script call at most: a bounded script run, so Redis never blocks for long.
-const MAX_RECORDS_PER_CALL = 64;
-
 interface RecordWrite {
   requestId: string;
   value: string;
@@ -148,8 +145,7 @@ export function createRedisOwnershipStore(options: RedisOwnershipStoreOptions): 
   // whatever reads the id next sees the answer (src/store/coalesce-writes.ts). A Cluster spreads request
   // ids over its slots, and one script may only touch one slot, so there each record goes alone.
   const turn = turnScheduleOf(connection);
-  const answerRecords =
-    turn === undefined ? undefined : batchPerTurn(writeRecords, MAX_RECORDS_PER_CALL, turn.beforeNextCommand);
+  const answerRecords = turn === undefined ? undefined : batchPerTurn(writeRecords, turn.beforeNextCommand);
   const writeAnswerRecord = answerRecords === undefined ? writeOne : answerRecords.add;
   // Fail-open only: claims made while the store was down, and the ids still to write back to it.
   const fallback = createMemoryOwnershipStore({ ttlMs });

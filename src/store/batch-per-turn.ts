@@ -8,6 +8,9 @@
 // its own item's result, and every caller of a batch gets the error when the call fails.
 import type { Send } from './coalesce-writes.ts';
 
+// Items per call at most: a bounded script run, so Redis never blocks long on one replica's turn.
+const MAX_ITEMS_PER_CALL = 64;
+
 interface Waiting<Item, Result> {
   item: Item;
   resolve: (result: Result) => void;
@@ -27,7 +30,6 @@ export interface TurnBatch<Item, Result> {
  */
 export function batchPerTurn<Item, Result>(
   send: (items: readonly Item[]) => Promise<readonly Result[]>,
-  maxItems: number,
   schedule: (send: Send) => void,
 ): TurnBatch<Item, Result> {
   let batch: Waiting<Item, Result>[] = [];
@@ -61,7 +63,7 @@ export function batchPerTurn<Item, Result>(
       new Promise<Result>((resolve, reject) => {
         if (batch.length === 0) schedule(flush);
         batch.push({ item, resolve, reject });
-        if (batch.length >= maxItems) flush();
+        if (batch.length >= MAX_ITEMS_PER_CALL) flush();
       }),
     async drain() {
       // The flush already scheduled for this turn will find nothing left.

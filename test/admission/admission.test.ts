@@ -8,7 +8,12 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import type { GatewayConfig } from '../../src/config/schema.ts';
 import type { LimitRequest } from '../../src/ratelimit/types.ts';
 import { openStore, type GatewayStore } from '../../src/store/from-config.ts';
-import { startRedisServer, waitFor, type RedisServer } from '../support/redis-server.ts';
+import {
+  clientCommandsDuring,
+  startRedisServer,
+  waitFor,
+  type RedisServer,
+} from '../support/redis-server.ts';
 
 const TTL_SECONDS = 3600;
 const COMMAND_TIMEOUT_MS = 2_000;
@@ -162,7 +167,6 @@ describe('admission on a single Redis', () => {
 
   test("the requests of one turn are admitted in one call, each with its own outcome, after the turn's answers", async () => {
     const store = await open(storeConfig('redis', redis.url));
-    const monitorClient = redis.client();
     try {
       const [fresh, taken, answered, othersId] = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
       for (const [requestId, owner] of [
@@ -176,21 +180,19 @@ describe('admission on a single Redis', () => {
           kind: 'decided',
         });
       }
-      const monitor = await monitorClient.monitor();
-      const sent: string[][] = [];
-      monitor.on('monitor', (_time: string, args: string[], source: string) => {
-        if (source !== 'lua') sent.push(args);
+      let outcomes: unknown[] = [];
+      const sent = await clientCommandsDuring(redis, async () => {
+        // In one turn: a new id (refused: the tenant's two a minute are used), an id still pending, an
+        // answer being recorded then a repeat of its id, and a read of another tenant's id.
+        outcomes = await Promise.all([
+          store.admission.admit('batch', TWO_PER_MINUTE, { requestId: fresh, intent: 'claim' }),
+          store.admission.admit('batch', TWO_PER_MINUTE, { requestId: taken, intent: 'claim' }),
+          store.ownership.complete(answered, 'batch', SUBMISSION),
+          store.admission.admit('batch', TWO_PER_MINUTE, { requestId: answered, intent: 'claim' }),
+          store.admission.admit('batch', TWO_PER_MINUTE, { requestId: othersId, intent: 'own' }),
+        ]);
       });
-      // In one turn: a new id (refused: the tenant's two a minute are used), an id still pending, an answer
-      // being recorded then a repeat of its id, and a read of another tenant's id.
-      const outcomes = Promise.all([
-        store.admission.admit('batch', TWO_PER_MINUTE, { requestId: fresh, intent: 'claim' }),
-        store.admission.admit('batch', TWO_PER_MINUTE, { requestId: taken, intent: 'claim' }),
-        store.ownership.complete(answered, 'batch', SUBMISSION),
-        store.admission.admit('batch', TWO_PER_MINUTE, { requestId: answered, intent: 'claim' }),
-        store.admission.admit('batch', TWO_PER_MINUTE, { requestId: othersId, intent: 'own' }),
-      ]);
-      const [refused, ...others] = await outcomes;
+      const [refused, ...others] = outcomes;
       expect(refused).toMatchObject({ kind: 'decided', decision: { outcome: 'rate_limited', exact: true } });
       expect(others).toEqual([
         { kind: 'request_id_taken', outcome: { kind: 'pending' } },
@@ -198,15 +200,12 @@ describe('admission on a single Redis', () => {
         { kind: 'request_id_taken', outcome: { kind: 'replay', response: SUBMISSION } },
         { kind: 'not_owned' },
       ]);
-      await monitorClient.echo('end');
-      await waitFor('the monitor to see the end marker', () => sent.some(([name]) => name === 'echo'));
       // The record's call, then one admission call carrying the four requests.
       const scripts = sent.filter(([name]) => /^evalsha$|^eval$/i.test(name ?? ''));
       // EVALSHA sha numkeys key… arg…: the record has one key; the admissions two each (record, limit),
       // and the number of admissions as their first argument.
       expect(scripts.map((args) => args[2])).toEqual(['1', '8']);
       expect(scripts[1]?.[3 + 8]).toBe('4');
-      monitor.disconnect();
     } finally {
       await store.close();
     }
@@ -255,28 +254,23 @@ describe('admission on a single Redis', () => {
 
   test('more than 64 admissions in a turn take two calls, every one decided', async () => {
     const store = await open(storeConfig('redis', redis.url));
-    const monitorClient = redis.client();
-    const monitor = await monitorClient.monitor();
-    const scripts: string[][] = [];
-    monitor.on('monitor', (_time: string, args: string[], source: string) => {
-      if (source !== 'lua' && /^evalsha$|^eval$/i.test(args[0] ?? '')) scripts.push(args);
-    });
     try {
       const many = [{ id: 'requests', limit: 1_000, windowSeconds: 60, cost: 1 }];
-      const results = await Promise.all(
-        Array.from({ length: 65 }, () =>
-          store.admission.admit('sixty-five', many, { requestId: randomUUID(), intent: 'claim' }),
-        ),
-      );
+      let results: Awaited<ReturnType<typeof store.admission.admit>>[] = [];
+      const sent = await clientCommandsDuring(redis, async () => {
+        results = await Promise.all(
+          Array.from({ length: 65 }, () =>
+            store.admission.admit('sixty-five', many, { requestId: randomUUID(), intent: 'claim' }),
+          ),
+        );
+      });
       expect(results.map((result) => result.kind === 'decided' && result.decision?.outcome)).toEqual(
         Array.from({ length: 65 }, () => 'admitted'),
       );
-      await monitorClient.echo('end');
-      await waitFor('the monitor to see both calls', () => scripts.length === 2);
+      const scripts = sent.filter(([name]) => /^evalsha$|^eval$/i.test(name ?? ''));
       // The number of admissions is the first argument after the keys (two per admission).
       expect(scripts.map((args) => args[3 + Number(args[2])])).toEqual(['64', '1']);
     } finally {
-      monitor.disconnect();
       await store.close();
     }
   });

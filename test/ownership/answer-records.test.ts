@@ -11,6 +11,7 @@ import type { GatewayConfig } from '../../src/config/schema.ts';
 import type { SubmissionResponse } from '../../src/ownership/store.ts';
 import { openStore, type GatewayStore } from '../../src/store/from-config.ts';
 import {
+  clientCommandsDuring,
   startRedisCluster,
   startRedisServer,
   waitFor,
@@ -44,24 +45,6 @@ async function claimThenCompleteInOneTurn(store: GatewayStore, ids: readonly [st
   await Promise.all(
     ids.map(([requestId, tenant]) => store.ownership.complete(requestId, tenant, answer(requestId))),
   );
-}
-
-/** The client commands a store sends while `during` runs, from Redis MONITOR. */
-async function clientCommandsDuring(redis: RedisServer, during: () => Promise<void>): Promise<string[][]> {
-  const monitorClient = redis.client();
-  const monitor = await monitorClient.monitor();
-  const commands: string[][] = [];
-  monitor.on('monitor', (_time: string, args: string[], source: string) => {
-    if (source !== 'lua') commands.push(args);
-  });
-  try {
-    await during();
-    await monitorClient.echo('end');
-    await waitFor('the monitor to see the end marker', () => commands.some(([name]) => name === 'echo'));
-    return commands.filter(([name]) => name !== 'echo');
-  } finally {
-    monitor.disconnect();
-  }
 }
 
 describe('on a single Redis', () => {

@@ -153,3 +153,24 @@ export async function startRedisCluster(): Promise<RedisCluster> {
   }
   return { nodes: servers.map((server) => ({ host: '127.0.0.1', port: server.port })), servers, stop };
 }
+
+/** The commands a client sent to `redis` while `during` ran (Redis MONITOR; scripts' own calls left out). */
+export async function clientCommandsDuring(
+  redis: RedisServer,
+  during: () => Promise<void>,
+): Promise<string[][]> {
+  const monitorClient = redis.client();
+  const monitor = await monitorClient.monitor();
+  const commands: string[][] = [];
+  monitor.on('monitor', (_time: string, args: string[], source: string) => {
+    if (source !== 'lua') commands.push(args);
+  });
+  try {
+    await during();
+    await monitorClient.echo('end');
+    await waitFor('the monitor to see the end marker', () => commands.some(([name]) => name === 'echo'));
+    return commands.filter(([name]) => name !== 'echo');
+  } finally {
+    monitor.disconnect();
+  }
+}
