@@ -8,7 +8,12 @@ import { decodeRecord, ownershipKey } from '../ownership/redis-store.ts';
 import { claimOutcomeOf, type OwnershipStore } from '../ownership/store.ts';
 import { decideWithoutStore } from '../ratelimit/decision.ts';
 import type { RateLimitMetrics } from '../ratelimit/metrics.ts';
-import { CHARGE_LIMITS_LUA, chargeLimitsInput, decisionFromReply } from '../ratelimit/redis-limiter.ts';
+import {
+  CHARGE_LIMITS_LUA,
+  chargeClockArgs,
+  decisionFromReply,
+  pushChargeInput,
+} from '../ratelimit/redis-limiter.ts';
 import type { LimitRequest, RateLimiter } from '../ratelimit/types.ts';
 import type { StoreBreaker } from '../store/circuit-breaker.ts';
 import { batchPerTurn } from '../store/batch-per-turn.ts';
@@ -26,11 +31,12 @@ import {
 // Reply: {'taken', record} | {'not_owned'} | {'unknown'} | {'charged', charge_limits' reply} |
 // {'error'} (the id's key holds something else than a record).
 //
-// The script admits a turn's requests in order (src/store/batch-per-turn.ts). ARGV[1] is their number;
-// each then takes from KEYS its record's key and its limits' keys, and from ARGV its limit count, `claim`
-// or `own`, its tenant, the claim's TTL (ms) and charge_limits' own arguments (2 + 3 per limit).
+// The script admits a turn's requests in order (src/store/batch-per-turn.ts), all at one moment (one
+// TIME). ARGV[1] is their number, ARGV[2] and ARGV[3] charge_limits' clock and TTL margin, ARGV[4] the
+// claim's TTL (ms); each request then takes from KEYS its record's key and its limits' keys, and from
+// ARGV its limit count, `claim` or `own`, its tenant and 3 arguments per limit (charge_limits' own).
 const ADMISSION_LUA = `${CHARGE_LIMITS_LUA}
-local function admit(record_key, limit_keys, intent, tenant, ttl, charge_args)
+local function admit(record_key, limit_keys, intent, tenant, ttl, charge_args, now)
   -- pcall: a key that is not a string fails this admission alone, not the others of its call (Redis
   -- would keep what they had already written).
   local record = redis.pcall('GET', record_key)
@@ -42,28 +48,28 @@ local function admit(record_key, limit_keys, intent, tenant, ttl, charge_args)
   elseif string.match(record, '^[^ ]*') ~= tenant then
     return {'not_owned'}
   end
-  local charged = charge_limits(limit_keys, charge_args)
+  local charged = charge_limits(limit_keys, charge_args, now)
   if intent == 'claim' and charged[2] == 1 then
     redis.call('SET', record_key, tenant, 'PX', ttl)
   end
   return {'charged', charged}
 end
 
+local now = script_now(ARGV[2])
 local replies = {}
-local key, arg = 1, 2
+local key, arg = 1, 5
 for n = 1, tonumber(ARGV[1]) do
   local limit_count = tonumber(ARGV[arg])
-  local charge_arg_count = 2 + 3 * limit_count
-  local limit_keys, charge_args = {}, {}
+  local limit_keys, charge_args = {}, {ARGV[2], ARGV[3]}
   for i = 1, limit_count do limit_keys[i] = KEYS[key + i] end
-  for i = 1, charge_arg_count do charge_args[i] = ARGV[arg + 3 + i] end
-  replies[n] = admit(KEYS[key], limit_keys, ARGV[arg + 1], ARGV[arg + 2], ARGV[arg + 3], charge_args)
+  for i = 1, 3 * limit_count do charge_args[2 + i] = ARGV[arg + 2 + i] end
+  replies[n] = admit(KEYS[key], limit_keys, ARGV[arg + 1], ARGV[arg + 2], ARGV[4], charge_args, now)
   key = key + 1 + limit_count
-  arg = arg + 4 + charge_arg_count
+  arg = arg + 3 + 3 * limit_count
 end
 return replies`;
 
-/** One admission's keys and arguments, in the script's layout. */
+/** One request's keys and arguments, in the script's layout. */
 interface AdmissionCall {
   keys: string[];
   args: (string | number)[];
@@ -87,8 +93,17 @@ export function createRedisAdmission(options: RedisAdmissionOptions): Admission 
   const sequential = createSequentialAdmission(options.ownership, options.limiter);
   const runScript = defineScript(options.connection, 'gengateAdmit', ADMISSION_LUA);
   const sendAdmissions = async (calls: readonly AdmissionCall[]): Promise<unknown[]> => {
-    const keys = calls.flatMap((call) => call.keys);
-    const reply = await runScript(keys.length, ...keys, calls.length, ...calls.flatMap((call) => call.args));
+    const keys: string[] = [];
+    const args: (string | number)[] = [
+      calls.length,
+      ...chargeClockArgs(options.scriptClockForTests),
+      options.ownershipTtlMs,
+    ];
+    for (const call of calls) {
+      keys.push(...call.keys);
+      args.push(...call.args);
+    }
+    const reply = await runScript(keys.length, keys, args);
     if (!Array.isArray(reply) || reply.length !== calls.length) {
       throw new Error('unexpected admission script reply');
     }
@@ -105,15 +120,14 @@ export function createRedisAdmission(options: RedisAdmissionOptions): Admission 
     limits: readonly LimitRequest[],
     requestId: RequestIdCheck,
   ): Promise<unknown> {
-    const charge = chargeLimitsInput(tenantId, limits, options.scriptClockForTests);
+    const call: AdmissionCall = {
+      keys: [ownershipKey(requestId.requestId)],
+      args: [limits.length, requestId.intent, tenantId],
+    };
+    pushChargeInput(tenantId, limits, call.keys, call.args);
     const started = performance.now();
     try {
-      const reply = await bounded(
-        admitInStore({
-          keys: [ownershipKey(requestId.requestId), ...charge.keys],
-          args: [limits.length, requestId.intent, tenantId, options.ownershipTtlMs, ...charge.args],
-        }),
-      );
+      const reply = await bounded(admitInStore(call));
       metrics.observeStore('admission', (performance.now() - started) / 1000, false);
       return reply;
     } catch (error) {

@@ -1,7 +1,8 @@
 -- gengate rate limits: GCRA over every limit of one request, charged all-or-nothing, in one round trip.
 -- The reference implementation; src/ratelimit/gcra.ts mirrors it operation for operation. This file only
--- defines charge_limits: the limiter's script calls it with KEYS and ARGV, the admission script
--- (src/admission/redis-admission.ts) after its request-id check, with the rest of its keys and arguments.
+-- defines charge_limits (and script_now): the limiter's script calls it with KEYS and ARGV, the admission
+-- script (src/admission/redis-admission.ts) after each request-id check, with that request's keys and
+-- arguments and the moment shared by every request of its call.
 --
 -- keys[i]        state of limit i, "<TAT whole µs>:<fraction in 1/limit µs>"; all keys share one hash tag.
 -- argv[1]        "" in production: time comes from this server's TIME, never a client's clock. Tests may
@@ -12,14 +13,17 @@
 --
 -- All numbers are integers below 2^53 held in doubles (the caller bounds limit × window); "debt" is
 -- TAT - now in units of 1/limit µs, so one unit of cost is exactly `window` of debt.
-local function charge_limits(keys, argv)
-  local now
-  if argv[1] ~= '' then
-    now = tonumber(argv[1])
-  else
-    local time = redis.call('TIME')
-    now = tonumber(time[1]) * 1000000 + tonumber(time[2])
-  end
+
+-- Now, µs: the test clock when one is given, this server's TIME otherwise.
+local function script_now(clock)
+  if clock ~= '' then return tonumber(clock) end
+  local time = redis.call('TIME')
+  return tonumber(time[1]) * 1000000 + tonumber(time[2])
+end
+
+-- `now` may be given by a script that charges several requests at one moment; otherwise argv[1] decides.
+local function charge_limits(keys, argv, now)
+  now = now or script_now(argv[1])
   local margin_ms = tonumber(argv[2])
 
   local count = #keys

@@ -5,7 +5,10 @@ import type { LimitState, RateDecision } from './types.ts';
 
 // RFC 8941 strings: the limit ids come from configuration ([a-z0-9-]), escape anyway so a header can
 // never break.
+const NEEDS_ESCAPE = /["\\]/;
+
 function sfString(value: string): string {
+  if (!NEEDS_ESCAPE.test(value)) return `"${value}"`;
   return `"${value.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`;
 }
 

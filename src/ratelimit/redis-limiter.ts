@@ -75,16 +75,24 @@ export function decisionFromReply(reply: unknown, limits: readonly LimitRequest[
   return decide(limits, integerAt(reply, 0), integerAt(reply, 1) === 1, verdicts, true);
 }
 
-/** The keys and arguments of charge_limits for one tenant's limits. */
-export function chargeLimitsInput(
+const TTL_MARGIN_ARG = String(STATE_TTL_MARGIN_MS);
+
+/** The two arguments that open charge_limits' ARGV: the clock ('' in production) and the TTL margin. */
+export function chargeClockArgs(scriptClock: (() => number) | undefined): [clock: string, margin: string] {
+  return [scriptClock === undefined ? '' : String(scriptClock()), TTL_MARGIN_ARG];
+}
+
+/** Appends charge_limits' keys for one tenant's limits to `keys`, and the limits' own arguments to `args`. */
+export function pushChargeInput(
   tenantId: string,
   limits: readonly LimitRequest[],
-  scriptClock: (() => number) | undefined,
-): { keys: string[]; args: string[] } {
-  const args = [scriptClock === undefined ? '' : String(scriptClock()), String(STATE_TTL_MARGIN_MS)];
-  for (const request of limits)
-    args.push(String(request.limit), String(request.windowSeconds), String(request.cost));
-  return { keys: limits.map((request) => rateLimitKey(tenantId, request.id)), args };
+  keys: string[],
+  args: (string | number)[],
+): void {
+  for (const request of limits) {
+    keys.push(rateLimitKey(tenantId, request.id));
+    args.push(request.limit, request.windowSeconds, request.cost);
+  }
 }
 
 function fallbackShare(limits: readonly LimitRequest[], replicas: number): LimitRequest[] {
@@ -124,8 +132,10 @@ export function createRedisRateLimiter(options: RedisRateLimiterOptions): RateLi
   });
 
   async function checkInStore(tenantId: string, limits: readonly LimitRequest[]): Promise<RateDecision> {
-    const { keys, args } = chargeLimitsInput(tenantId, limits, scriptClock);
-    const reply = await timed('rate_limit_check', () => runScript(keys.length, ...keys, ...args));
+    const keys: string[] = [];
+    const args: (string | number)[] = chargeClockArgs(scriptClock);
+    pushChargeInput(tenantId, limits, keys, args);
+    const reply = await timed('rate_limit_check', () => runScript(keys.length, keys, args));
     return decisionFromReply(reply, limits);
   }
 

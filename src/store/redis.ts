@@ -173,7 +173,11 @@ export function tenantKey(tenantId: string, suffix: string): string {
   return `{tenant:${tenantId}}:${suffix}`;
 }
 
-export type ScriptCall = (numberOfKeys: number, ...args: (string | number)[]) => Promise<unknown>;
+/** KEYS then ARGV; an array argument stands for its elements (ioredis flattens one level). */
+export type ScriptCall = (
+  numberOfKeys: number,
+  ...args: (string | number | readonly (string | number)[])[]
+) => Promise<unknown>;
 
 /**
  * A Lua script as a command. ioredis's defineCommand sends EVAL the first time on each socket, then

@@ -55,29 +55,43 @@ export function utcMonth(nowMs: number): string {
   return currentMonth.label;
 }
 
-/** The counter increments of one event (a reported cost's once-only rule is the meter's job). */
-export function eventDeltas(event: UsageEvent): [field: string, delta: number][] {
+export function addToField(fields: UsageFields, field: string, delta: number): void {
+  fields.set(field, (fields.get(field) ?? 0) + delta);
+}
+
+// `requests.<route>` for each route, built once: every served request adds to one.
+const requestsFieldByRoute = new Map<RouteId, string>();
+
+function requestsField(route: RouteId): string {
+  let field = requestsFieldByRoute.get(route);
+  if (field === undefined) requestsFieldByRoute.set(route, (field = `${REQUESTS_FIELD_PREFIX}${route}`));
+  return field;
+}
+
+/** Adds one event's increments (a reported cost's once-only rule is the meter's job). */
+export function addEvent(fields: UsageFields, event: UsageEvent): void {
   switch (event.kind) {
     case 'request':
-      return [[`${REQUESTS_FIELD_PREFIX}${event.route}`, 1]];
+      addToField(fields, requestsField(event.route), 1);
+      return;
     case 'images':
-      return [
-        ['imagesRequested', event.count],
-        ['estimatedCostUsd', event.estimatedCostUsd],
-      ];
+      addToField(fields, 'imagesRequested', event.count);
+      addToField(fields, 'estimatedCostUsd', event.estimatedCostUsd);
+      return;
     case 'video':
-      return [
-        ['videosRequested', 1],
-        ['videoSecondsRequested', event.seconds],
-        ['estimatedCostUsd', event.estimatedCostUsd],
-      ];
+      addToField(fields, 'videosRequested', 1);
+      addToField(fields, 'videoSecondsRequested', event.seconds);
+      addToField(fields, 'estimatedCostUsd', event.estimatedCostUsd);
+      return;
     case 'reportedCost':
-      return [['reportedCostUsd', event.costUsd]];
+      addToField(fields, 'reportedCostUsd', event.costUsd);
+      return;
   }
 }
 
-export function addDeltas(fields: UsageFields, deltas: Iterable<[string, number]>): void {
-  for (const [field, delta] of deltas) fields.set(field, (fields.get(field) ?? 0) + delta);
+/** Adds every counter of `increments` to `fields`. */
+export function addFields(fields: UsageFields, increments: UsageFields): void {
+  for (const [field, delta] of increments) addToField(fields, field, delta);
 }
 
 export function countersFromFields(fields: UsageFields): UsageCounters {
@@ -97,9 +111,31 @@ export function countersFromFields(fields: UsageFields): UsageCounters {
   return counters;
 }
 
-/** The two counter sets an event adds to: its month's and the lifetime's. */
-export function periodsOf(nowMs: number): [month: string, lifetime: string] {
-  return [utcMonth(nowMs), 'lifetime'];
+const LIFETIME = 'lifetime';
+
+/**
+ * Where an event of a tenant is counted: its current month's counters and its lifetime's, as two keys
+ * built by `keyOf(tenantId, period)`. The keys are remembered until the month changes, since every
+ * metered request asks for them (two new strings per request otherwise).
+ */
+export function periodKeys(
+  keyOf: (tenantId: string, period: string) => string,
+): (tenantId: string, nowMs: number) => readonly [month: string, lifetime: string] {
+  let month = '';
+  let keysByTenant = new Map<string, readonly [string, string]>();
+  return (tenantId, nowMs) => {
+    const current = utcMonth(nowMs);
+    if (current !== month) {
+      month = current;
+      keysByTenant = new Map();
+    }
+    let keys = keysByTenant.get(tenantId);
+    if (keys === undefined) {
+      keys = [keyOf(tenantId, current), keyOf(tenantId, LIFETIME)];
+      keysByTenant.set(tenantId, keys);
+    }
+    return keys;
+  };
 }
 
 /** store.kind memory: one replica, usage lost on restart. */
@@ -108,6 +144,7 @@ export function createMemoryUsageMeter(): UsageMeter {
   // Request ids whose reported cost was counted. Bounded by the requests this replica forwarded in its
   // lifetime, like the rest of the memory store, which is for a single replica and the demo.
   const costCounted = new Set<string>();
+  const keysOf = periodKeys((tenantId, period) => `${tenantId}\u0000${period}`);
   const fieldsOf = (key: string) => {
     let fields = counters.get(key);
     if (fields === undefined) counters.set(key, (fields = new Map<string, number>()));
@@ -121,17 +158,14 @@ export function createMemoryUsageMeter(): UsageMeter {
         if (costCounted.has(once)) return;
         costCounted.add(once);
       }
-      for (const period of periodsOf(nowMs))
-        addDeltas(fieldsOf(`${tenantId}\u0000${period}`), eventDeltas(event));
+      for (const key of keysOf(tenantId, nowMs)) addEvent(fieldsOf(key), event);
     },
     report(tenantId, nowMs) {
-      const month = utcMonth(nowMs);
+      const [monthKey, lifetimeKey] = keysOf(tenantId, nowMs);
       return Promise.resolve({
-        month,
-        currentMonth: countersFromFields(
-          counters.get(`${tenantId}\u0000${month}`) ?? new Map<string, number>(),
-        ),
-        lifetime: countersFromFields(counters.get(`${tenantId}\u0000lifetime`) ?? new Map<string, number>()),
+        month: utcMonth(nowMs),
+        currentMonth: countersFromFields(counters.get(monthKey) ?? new Map<string, number>()),
+        lifetime: countersFromFields(counters.get(lifetimeKey) ?? new Map<string, number>()),
       });
     },
     close: () => Promise.resolve(),

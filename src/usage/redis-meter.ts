@@ -7,10 +7,11 @@ import { gatewayError } from '../errors/registry.ts';
 import type { ObserveStore } from '../ratelimit/metrics.ts';
 import { defineScript, tenantKey, withDeadline, type RedisConnection } from '../store/redis.ts';
 import {
-  addDeltas,
+  addEvent,
+  addToField,
+  addFields,
   countersFromFields,
-  eventDeltas,
-  periodsOf,
+  periodKeys,
   utcMonth,
   type UsageFields,
   type UsageMeter,
@@ -57,6 +58,7 @@ function toFields(hash: Record<string, string>): UsageFields {
 
 export function createRedisUsageMeter(options: RedisUsageMeterOptions): UsageMeter {
   const { connection, commandTimeoutMs, logger } = options;
+  const keysOf = periodKeys(usageKey);
   const countCostOnce = defineScript(connection, 'gengateCountCostOnce', COUNT_COST_ONCE);
   // Not yet flushed: increments by Redis key, and reported costs.
   let pending = new Map<string, UsageFields>();
@@ -81,7 +83,7 @@ export function createRedisUsageMeter(options: RedisUsageMeterOptions): UsageMet
           withDeadline(connection.hincrbyfloat(key, field, delta), commandTimeoutMs).catch(
             (error: unknown) => {
               noteFailure(error);
-              addDeltas(pendingFieldsOf(key), [[field, delta]]);
+              addToField(pendingFieldsOf(key), field, delta);
             },
           ),
         );
@@ -132,13 +134,11 @@ export function createRedisUsageMeter(options: RedisUsageMeterOptions): UsageMet
         }
         return;
       }
-      for (const period of periodsOf(nowMs)) {
-        addDeltas(pendingFieldsOf(usageKey(tenantId, period)), eventDeltas(event));
-      }
+      for (const key of keysOf(tenantId, nowMs)) addEvent(pendingFieldsOf(key), event);
     },
     async report(tenantId, nowMs) {
       const month = utcMonth(nowMs);
-      const keys = [usageKey(tenantId, month), usageKey(tenantId, 'lifetime')] as const;
+      const keys = keysOf(tenantId, nowMs);
       let stored: Record<string, string>[];
       const started = performance.now();
       try {
@@ -157,7 +157,7 @@ export function createRedisUsageMeter(options: RedisUsageMeterOptions): UsageMet
       // This replica's increments not yet flushed belong in the answer too.
       const [currentMonth, lifetime] = keys.map((key, index) => {
         const fields = toFields(stored[index] ?? {});
-        addDeltas(fields, pending.get(key) ?? new Map<string, number>());
+        addFields(fields, pending.get(key) ?? new Map<string, number>());
         return countersFromFields(fields);
       });
       if (currentMonth === undefined || lifetime === undefined) throw new Error('usage periods missing');

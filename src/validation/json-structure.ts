@@ -107,11 +107,12 @@ function isUnsafeIntegerLiteral(text: string, start: number, end: number): boole
   return endOfDigits(text, digitsStart) === end && !Number.isSafeInteger(Number(text.slice(start, end)));
 }
 
-/** The name a member-name literal means, escapes decoded; undefined when the literal is malformed. */
-function decodeName(literal: string): string | undefined {
-  if (!literal.includes('\\')) return literal.slice(1, -1);
+/** The name the string literal from `open` to `close` (its quotes) means; undefined when malformed. */
+function memberName(text: string, open: number, close: number): string | undefined {
+  const name = text.slice(open + 1, close);
+  if (!name.includes('\\')) return name;
   try {
-    return JSON.parse(literal) as string;
+    return JSON.parse(text.slice(open, close + 1)) as string;
   } catch {
     return undefined;
   }
@@ -159,7 +160,7 @@ export function scanJsonStructure(text: string): JsonStructure {
       case QUOTE: {
         const end = endOfString(text, position);
         if (problem === undefined && top?.names !== undefined && top.expectingName) {
-          const name = decodeName(text.slice(position, end + 1));
+          const name = memberName(text, position, end);
           if (name !== undefined) {
             problem = nameProblem(stack, top.names, name);
             top.names.add(name);

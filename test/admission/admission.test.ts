@@ -153,8 +153,8 @@ describe('admission on a single Redis', () => {
       const fromGateway = commands.filter(({ source, name }) => source === 'client' && name !== 'echo');
       expect(fromGateway.map(({ name }) => name)).toEqual([expect.stringMatching(/^evalsha$|^eval$/)]);
       expect(commands.filter(({ source }) => source === 'script').map(({ name }) => name)).toEqual([
+        'time', // once per call: every request of a call is charged at the same moment
         'get', // the id's record
-        'time',
         'get', // the limit's state
         'set', // the charge
         'set', // the claim
