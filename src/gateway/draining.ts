@@ -2,12 +2,23 @@
 // their connections are told to close; a request that still arrives on a kept-alive connection gets
 // 503 shutting_down in the envelope (Fastify's own 503 would not be), so clients retry elsewhere.
 import type { FastifyInstance } from 'fastify';
+import type { Socket } from 'node:net';
 import { gatewayError } from '../errors/registry.ts';
 
 export function installDraining(app: FastifyInstance): void {
   let draining = false;
-  app.addHook('preClose', async () => {
+  // Closing the server closes its idle kept-alive connections, but not one that has not sent a byte
+  // yet: a client's unused pre-opened connection would hold the drain until its deadline (25 s in
+  // src/main.ts). Such a connection carries no request, so it is closed at once.
+  const connections = new Set<Socket>();
+  app.server.on('connection', (socket: Socket) => {
+    connections.add(socket);
+    socket.once('close', () => connections.delete(socket));
+  });
+  app.addHook('preClose', (done) => {
     draining = true;
+    for (const socket of connections) if (socket.bytesRead === 0) socket.destroy();
+    done();
   });
   app.addHook('onRequest', (_request, _reply, done) => {
     if (!draining) {

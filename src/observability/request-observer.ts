@@ -11,12 +11,14 @@ const METHOD_LABELS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 
 const OTHER_METHOD = 'other';
 
 export function installRequestObserver(app: FastifyInstance, metrics: GatewayMetrics): void {
+  const leaveInflight = () => {
+    metrics.inflight.dec();
+  };
   app.addHook('onRequest', (_request, reply, done) => {
     metrics.inflight.inc();
-    // 'close' fires once whether the response finished or the client went away.
-    reply.raw.once('close', () => {
-      metrics.inflight.dec();
-    });
+    // 'close' fires exactly once whether the response finished or the client went away, so one shared
+    // listener does (once() would wrap it anew for every request).
+    reply.raw.on('close', leaveInflight);
     done();
   });
 

@@ -8,6 +8,7 @@ import pino from 'pino';
 import { buildAdminApp } from '../../src/admin/app.ts';
 import { createReadiness } from '../../src/admin/readiness.ts';
 import { startGatewayHarness, type GatewayHarness } from '../support/gateway-harness.ts';
+import { waitFor } from '../support/redis-server.ts';
 
 const IMAGES = '/v1/images/generations';
 // Two requests a minute for alpha: the third create is refused by `requests`, while `images` had room.
@@ -144,5 +145,34 @@ describe('per-request metrics on GET /metrics', () => {
     expect(await seriesOf('gengate_usage_images_total')).toEqual([
       'gengate_usage_images_total{tenant="alpha"} 5',
     ]);
+  });
+});
+
+describe('gengate_inflight_requests', () => {
+  async function inflight(): Promise<number> {
+    const response = await admin.inject({ method: 'GET', url: '/metrics' });
+    const line = response.body.split('\n').find((each) => each.startsWith('gengate_inflight_requests '));
+    if (line === undefined) throw new Error('gengate_inflight_requests is not exposed');
+    return Number(line.slice('gengate_inflight_requests '.length));
+  }
+
+  test('counts a request while it is served, and forgets it when its client goes away', async () => {
+    expect(await inflight()).toBe(0);
+    // The upstream holds the next create, so the request is in flight until its client gives up.
+    harness.simulator.faults.set({ delayMs: 1_000, times: 1, match: { method: 'POST' } });
+    const client = new AbortController();
+    const abandoned = fetch(`${harness.url}${IMAGES}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${harness.keys.gamma}`, 'content-type': 'application/json' },
+      body: '{"samples":1}',
+      signal: client.signal,
+    }).catch((error: unknown) => error);
+    await waitFor('the request to be in flight', async () => (await inflight()) === 1);
+    client.abort();
+    expect(await abandoned).toMatchObject({ name: 'AbortError' });
+    await waitFor('the abandoned request to leave', async () => (await inflight()) === 0);
+    // A request served to the end leaves too.
+    expect((await send(IMAGES, { key: harness.keys.gamma, body: '{"samples":1}' })).status).toBe(200);
+    expect(await inflight()).toBe(0);
   });
 });

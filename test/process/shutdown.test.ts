@@ -1,5 +1,7 @@
 // Contract section 10: on SIGTERM a replica reports not ready, stops accepting, lets in-flight requests
 // finish and exits 0. Run against the real process, as Kubernetes would stop it.
+import { once } from 'node:events';
+import { connect } from 'node:net';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { generateTenantKey } from '../../src/auth/keys.ts';
 import { startSimulator } from '../../src/simulator/server.ts';
@@ -48,3 +50,21 @@ test('SIGTERM with a request in flight: the request completes, readiness drops, 
   expect(await gateway.exited).toBe(0);
   await expect(fetch(`${gateway.gatewayUrl}/v1/account/keys`)).rejects.toThrow();
 });
+
+test('SIGTERM with a connection that never sent a request: the drain does not wait for it', async () => {
+  const key = generateTenantKey();
+  const configPath = await writeTempConfig(oneTenantConfig({ upstreamUrl: simulator.url, keys: [key] }));
+  const gateway = await startGatewayProcess(configPath, { SHARED_TOKEN: TOKEN });
+  const { hostname, port } = new URL(gateway.gatewayUrl);
+  // Opened and left unused, as a client's connection pool or a TCP health check may leave one.
+  const unused = connect(Number(port), hostname);
+  await once(unused, 'connect');
+  const closedByGateway = once(unused, 'close');
+  unused.resume();
+  gateway.signal('SIGTERM');
+  // Without the fix the drain waits for this connection until its 25 s deadline, past this test's
+  // timeout; the gateway closes it and exits instead.
+  await closedByGateway;
+  expect(await gateway.exited).toBe(0);
+  expect(gateway.lines.some((line) => line.msg === 'stopped')).toBe(true);
+}, 10_000);
