@@ -21,13 +21,24 @@ local function script_now(clock)
   return tonumber(time[1]) * 1000000 + tonumber(time[2])
 end
 
+-- Writes a limit's state, with a TTL that outlives it by margin_ms; no debt is no state.
+local function store_state(key, debt, limit, now, margin_ms)
+  if debt == 0 then
+    redis.call('DEL', key)
+    return
+  end
+  local whole = math.floor(debt / limit)
+  local ttl_ms = math.ceil(whole / 1000) + margin_ms
+  redis.call('SET', key, string.format('%.0f:%.0f', now + whole, debt - whole * limit), 'PX', string.format('%.0f', ttl_ms))
+end
+
 -- `now` may be given by a script that charges several requests at one moment; otherwise argv[1] decides.
 local function charge_limits(keys, argv, now)
   now = now or script_now(argv[1])
   local margin_ms = tonumber(argv[2])
 
   local count = #keys
-  local limits, windows, costs, debts, repairs = {}, {}, {}, {}, {}
+  local limits, windows, costs, debts, repairs, valid = {}, {}, {}, {}, {}, {}
   local admitted = true
 
   for i = 1, count do
@@ -56,9 +67,7 @@ local function charge_limits(keys, argv, now)
             debt = math.min((tat - now) * limit + math.min(fraction, limit - 1), capacity)
           end
         end
-        if redis.call('PTTL', keys[i]) < 0 then
-          repair = true
-        end
+        valid[i] = not repair
       end
     elseif type(raw) == 'table' then
       repair = true
@@ -69,14 +78,12 @@ local function charge_limits(keys, argv, now)
     end
   end
 
-  local function store(key, debt, limit)
-    if debt == 0 then
-      redis.call('DEL', key)
-      return
+  -- A valid state without a TTL would never expire. An admitted charge rewrites every state with one;
+  -- a refused charge leaves states as they are, so those are checked.
+  if not admitted then
+    for i = 1, count do
+      if valid[i] and redis.call('PTTL', keys[i]) < 0 then repairs[i] = true end
     end
-    local whole = math.floor(debt / limit)
-    local ttl_ms = math.ceil(whole / 1000) + margin_ms
-    redis.call('SET', key, string.format('%.0f:%.0f', now + whole, debt - whole * limit), 'PX', string.format('%.0f', ttl_ms))
   end
 
   local reply = { now, admitted and 1 or 0 }
@@ -88,7 +95,7 @@ local function charge_limits(keys, argv, now)
       cost = 0
     end
     if admitted or repairs[i] then
-      store(keys[i], debt, limit)
+      store_state(keys[i], debt, limit, now, margin_ms)
     end
     local capacity = limit * window
     local needed = debt + cost * window
