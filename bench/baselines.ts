@@ -3,6 +3,7 @@
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ALLOCATION_SAMPLER_FLAGS } from './allocation.ts';
 import { PRODUCTION_NODE_FLAGS } from './gengate.ts';
 import {
   LOAD_CORE,
@@ -55,7 +56,7 @@ export function startBareProxy(upstreamUrl: string): Promise<Listening> {
     PROXY_CORE,
     BARE_PROXY,
     ['--upstream', upstreamUrl],
-    PRODUCTION_NODE_FLAGS,
+    [...PRODUCTION_NODE_FLAGS, ...ALLOCATION_SAMPLER_FLAGS],
   );
 }
 
@@ -66,7 +67,7 @@ export function startFastifyForward(upstreamUrl: string): Promise<Listening> {
     PROXY_CORE,
     FASTIFY_FORWARD,
     ['--upstream', upstreamUrl],
-    PRODUCTION_NODE_FLAGS,
+    [...PRODUCTION_NODE_FLAGS, ...ALLOCATION_SAMPLER_FLAGS],
   );
 }
 

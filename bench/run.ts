@@ -15,6 +15,7 @@ import {
 import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ALLOCATION_SAMPLER_FLAGS, measureAllocation, type Allocation } from './allocation.ts';
 import { summariseCpuProfile, type ProfileSummary } from './cpu-profile.ts';
 import { startGengate, type BenchGengate } from './gengate.ts';
 import { startBareProxy, startFastifyForward, startNginx, startStaticUpstream } from './baselines.ts';
@@ -49,6 +50,11 @@ const SMOKE_STORE_WAIT_REQUESTS = 11;
 // The fixed-rate runs need only enough connections to cover the latency at that rate.
 const FIXED_RATE_CONNECTIONS = 16;
 const PROFILE_TOP_FUNCTIONS = 25;
+// The Node targets, whose allocations V8 can sample; a few seconds of load give tens of thousands of
+// samples each.
+const ALLOCATION_TARGETS = ['bare-proxy', 'fastify-forward', 'gengate'];
+const ALLOCATION_SECONDS = 5;
+const BYTES_PER_KB = 1_000;
 
 const print = (text = ''): void => {
   process.stdout.write(`${text}\n`);
@@ -199,7 +205,12 @@ async function main(): Promise<void> {
     started.push(bare.process);
     const floor = await startFastifyForward(upstreamUrl);
     started.push(floor.process);
-    const gengate = await startGengate({ workDir, upstreamUrl, redisUrl: redis.url });
+    const gengate = await startGengate({
+      workDir,
+      upstreamUrl,
+      redisUrl: redis.url,
+      nodeFlags: ALLOCATION_SAMPLER_FLAGS,
+    });
     started.push(gengate.process);
     const nginx = await startNginx(workDir, upstream.port);
     if (nginx !== undefined) started.push(nginx.process);
@@ -265,6 +276,14 @@ async function main(): Promise<void> {
           }),
       ),
     );
+    const allocation: Record<string, Allocation> = {};
+    for (const target of targets.filter((each) => ALLOCATION_TARGETS.includes(each.id))) {
+      allocation[target.id] = await measureAllocation(target, {
+        bodyFile,
+        connections: options.connections,
+        durationSeconds: Math.min(options.durationSeconds, ALLOCATION_SECONDS),
+      });
+    }
     const storeTrips: StoreTrips = await countStoreTrips({
       redisPort: redis.port,
       url: `${gengateTarget(gengate).url}${SUBMISSION_PATH}`,
@@ -368,6 +387,16 @@ async function main(): Promise<void> {
         `(median of ${storeWaits.requests} sequential creates ${fixed(storeWaits.medianMs.undelayed, 2)} ms, ` +
         `${fixed(storeWaits.medianMs.delayed, 2)} ms with ${storeWaits.delayMs} ms added each way to Redis)`,
     );
+    print(
+      `allocated per request (V8 sampling heap profiler): ` +
+        targets
+          .filter((target) => allocation[target.id] !== undefined)
+          .map(
+            (target) =>
+              `${target.label} ${fixed(allocation[target.id]!.bytesPerRequest / BYTES_PER_KB, 1)} KB`,
+          )
+          .join(', '),
+    );
     print(`gengate log: ${fixed(logLineBytes, 0)} bytes per line on average`);
     if (soak !== undefined) printSoak(soak);
     if (profile !== undefined) printProfile(profile);
@@ -399,6 +428,7 @@ async function main(): Promise<void> {
             targets: fixedRate,
           },
           ratios,
+          allocation,
           storeTrips,
           storeWaits,
           logLineBytes,

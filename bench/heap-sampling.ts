@@ -1,0 +1,40 @@
+// Preloaded (`node --import`) into the benchmark's Node targets: V8's sampling heap profiler, idle until
+// the runner asks. The first SIGUSR2 starts sampling every allocation, including the objects the
+// collector has freed since, so the profile adds up to what was allocated rather than what is still
+// alive; the next SIGUSR2 stops it and writes the profile. Each step leaves a file the runner waits for
+// (bench/allocation.ts). Nothing runs before the first signal.
+import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { allocationFiles } from './allocation-files.ts';
+
+// Bytes between samples, on average; V8 scales each sample, so the sums estimate every byte allocated.
+const SAMPLING_INTERVAL_BYTES = 4_096;
+
+const files = allocationFiles(process.pid);
+let sampling: Session | undefined;
+
+async function start(): Promise<void> {
+  const session = new Session();
+  session.connect();
+  await session.post('HeapProfiler.startSampling', {
+    samplingInterval: SAMPLING_INTERVAL_BYTES,
+    includeObjectsCollectedByMinorGC: true,
+    includeObjectsCollectedByMajorGC: true,
+  });
+  sampling = session;
+  mkdirSync(files.directory, { recursive: true });
+  writeFileSync(files.started, '');
+}
+
+async function stop(session: Session): Promise<void> {
+  sampling = undefined;
+  const { profile } = await session.post('HeapProfiler.stopSampling');
+  session.disconnect();
+  const partial = `${files.profile}.partial`;
+  writeFileSync(partial, JSON.stringify(profile));
+  renameSync(partial, files.profile);
+}
+
+process.on('SIGUSR2', () => {
+  void (sampling === undefined ? start() : stop(sampling));
+});
