@@ -54,6 +54,11 @@ export async function measureAllocation(
       () => Promise.resolve(existsSync(files.profile)),
       SAMPLER_TIMEOUT_MS,
     );
+    if (load.failures > 0 || load.requests === 0) {
+      throw new Error(
+        `${target.label}: ${load.failures} failures in ${load.requests} requests while sampling`,
+      );
+    }
     const profile = JSON.parse(readFileSync(files.profile, 'utf8')) as { head: SamplingNode };
     return { requests: load.requests, bytesPerRequest: totalBytes(profile.head) / load.requests };
   } finally {

@@ -11,7 +11,9 @@ import { allocationFiles } from './allocation-files.ts';
 const SAMPLING_INTERVAL_BYTES = 4_096;
 
 const files = allocationFiles(process.pid);
+// Signals are handled one at a time: a second SIGUSR2 while sampling starts or stops waits its turn.
 let sampling: Session | undefined;
+let busy: Promise<void> = Promise.resolve();
 
 async function start(): Promise<void> {
   const session = new Session();
@@ -36,5 +38,10 @@ async function stop(session: Session): Promise<void> {
 }
 
 process.on('SIGUSR2', () => {
-  void (sampling === undefined ? start() : stop(sampling));
+  busy = busy
+    .then(() => (sampling === undefined ? start() : stop(sampling)))
+    .catch((error: unknown) => {
+      // The runner times out waiting for the file and reports this target's stderr; the target lives on.
+      process.stderr.write(`allocation sampler: ${String(error)}\n`);
+    });
 });

@@ -40,8 +40,9 @@ export interface RateDecision {
 
 export interface RateLimiter {
   /**
-   * Decides and charges. With `peek` (every cost 0) it only reads where the limits stand, and the decision
-   * is not counted in gengate_rate_limit_decisions_total.
+   * Decides and charges. With `peek` (every cost 0) it charges nothing and tells where the limits stand
+   * (the Redis script rewrites each state as it was, which gives back a TTL it had lost), and the
+   * decision is not counted in gengate_rate_limit_decisions_total.
    */
   check(
     tenantId: string,

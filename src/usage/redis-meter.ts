@@ -8,8 +8,8 @@ import type { ObserveStore } from '../ratelimit/metrics.ts';
 import { defineScript, tenantKey, withDeadline, type RedisConnection } from '../store/redis.ts';
 import {
   addEvent,
-  addToField,
   addFields,
+  addToField,
   countersFromFields,
   periodKeys,
   utcMonth,

@@ -107,7 +107,11 @@ function isUnsafeIntegerLiteral(text: string, start: number, end: number): boole
   return endOfDigits(text, digitsStart) === end && !Number.isSafeInteger(Number(text.slice(start, end)));
 }
 
-/** The name the string literal from `open` to `close` (its quotes) means; undefined when malformed. */
+/**
+ * The name the string literal from `open` to `close` (its quotes) means; undefined when malformed. An
+ * unterminated literal ends at the text's end instead: JSON.parse rejects that text, so its names are
+ * never reported.
+ */
 function memberName(text: string, open: number, close: number): string | undefined {
   const name = text.slice(open + 1, close);
   if (!name.includes('\\')) return name;

@@ -51,20 +51,30 @@ test('SIGTERM with a request in flight: the request completes, readiness drops, 
   await expect(fetch(`${gateway.gatewayUrl}/v1/account/keys`)).rejects.toThrow();
 });
 
-test('SIGTERM with a connection that never sent a request: the drain does not wait for it', async () => {
+test('SIGTERM with connections that never sent a request: the drain does not wait for them', async () => {
   const key = generateTenantKey();
   const configPath = await writeTempConfig(oneTenantConfig({ upstreamUrl: simulator.url, keys: [key] }));
   const gateway = await startGatewayProcess(configPath, { SHARED_TOKEN: TOKEN });
   const { hostname, port } = new URL(gateway.gatewayUrl);
-  // Opened and left unused, as a client's connection pool or a TCP health check may leave one.
-  const unused = connect(Number(port), hostname);
-  await once(unused, 'connect');
-  const closedByGateway = once(unused, 'close');
-  unused.resume();
+  // Opened and left unused, as a client's connection pool or a TCP health check may leave them.
+  const [silent, late] = [connect(Number(port), hostname), connect(Number(port), hostname)];
+  await Promise.all([once(silent, 'connect'), once(late, 'connect')]);
+  const silentClosed = once(silent, 'close');
+  silent.resume();
+  let lateAnswer = '';
+  late.setEncoding('utf8').on('data', (chunk: string) => (lateAnswer += chunk));
+  const lateClosed = once(late, 'close');
   gateway.signal('SIGTERM');
-  // Without the fix the drain waits for this connection until its 25 s deadline, past this test's
-  // timeout; the gateway closes it and exits instead.
-  await closedByGateway;
+  await waitFor(() => gateway.lines.some((line) => line.msg === 'draining'));
+  // A request on a fresh connection has a grace of a second once closing begins (it may have been sent
+  // before the gateway read anything): it is answered like any request arriving during the drain.
+  late.write(`GET /v1/account/keys HTTP/1.1\r\nHost: ${hostname}\r\n\r\n`);
+  // Without the fix the drain waits for the silent connection until its 25 s deadline, past this test's
+  // timeout; the gateway closes it after the grace and exits.
+  await Promise.all([silentClosed, lateClosed]);
+  expect(lateAnswer).toMatch(/^HTTP\/1\.1 503 /);
+  expect(lateAnswer).toMatch(/\r\nconnection: close\r\n/i);
+  expect(lateAnswer).toContain('"code":"shutting_down"');
   expect(await gateway.exited).toBe(0);
   expect(gateway.lines.some((line) => line.msg === 'stopped')).toBe(true);
 }, 10_000);
