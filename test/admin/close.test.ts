@@ -15,8 +15,11 @@ test('close() does not wait for a connection that never sent a request', async (
     readiness: createReadiness(),
   });
   const { port } = new URL(await admin.listen({ host: '127.0.0.1', port: 0 }));
+  // Accepted by the server, not only completed by the kernel: closing the listener resets connections
+  // still waiting in its queue.
+  const accepted = once(admin.server, 'connection');
   const silent = connect(Number(port), '127.0.0.1');
-  await once(silent, 'connect');
+  await Promise.all([once(silent, 'connect'), accepted]);
   const closedByServer = once(silent, 'close');
   silent.resume();
   // Without it, close() waits for the connection until Node's headers timeout (60 s), past this test's.

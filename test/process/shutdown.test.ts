@@ -11,6 +11,7 @@ import {
   waitFor,
   writeTempConfig,
 } from '../support/gateway-process.ts';
+import { sendRaw } from '../support/raw-http.ts';
 
 const TOKEN = 'upstream_token_for_shutdown_test';
 let simulator: Awaited<ReturnType<typeof startSimulator>>;
@@ -59,6 +60,10 @@ test('SIGTERM with connections that never sent a request: the drain does not wai
   // Opened and left unused, as a client's connection pool or a TCP health check may leave them.
   const [silent, late] = [connect(Number(port), hostname), connect(Number(port), hostname)];
   await Promise.all([once(silent, 'connect'), once(late, 'connect')]);
+  // A connection the kernel has completed may still wait in the listening socket's queue, and closing
+  // the listener resets those. The gateway accepts in arrival order, so once a later connection has
+  // been answered, these two have been accepted.
+  expect((await sendRaw(gateway.gatewayUrl, 'GET', '/v1/account/keys')).status).toBe(401);
   const silentClosed = once(silent, 'close');
   silent.resume();
   let lateAnswer = '';
