@@ -130,15 +130,15 @@ export function createRedisOwnershipStore(options: RedisOwnershipStoreOptions): 
   const bounded = commandDeadline(connection, commandTimeoutMs);
   const claimScript = defineScript(connection, 'gengateClaimRequestId', CLAIM_LUA);
   const recordScript = defineScript(connection, 'gengateRecordRequestIds', RECORD_LUA);
-  const writeRecords = async (records: readonly RecordWrite[]): Promise<Written[]> =>
-    writtenOf(
-      await recordScript(
-        records.length,
-        ...records.map((record) => ownershipKey(record.requestId)),
-        ...records.flatMap((record) => [record.value, record.tenantId, record.ttlMs]),
-      ),
-      records.length,
-    );
+  const writeRecords = async (records: readonly RecordWrite[]): Promise<Written[]> => {
+    const keys: string[] = [];
+    const args: (string | number)[] = [];
+    for (const record of records) {
+      keys.push(ownershipKey(record.requestId));
+      args.push(record.value, record.tenantId, record.ttlMs);
+    }
+    return writtenOf(await recordScript(keys.length, keys, args), records.length);
+  };
   const writeOne = async (record: RecordWrite): Promise<Written> =>
     (await writeRecords([record]))[0] as Written;
   // The answers landing in one turn are recorded in one call, sent before any later command so that
