@@ -139,6 +139,11 @@ export function createRedisUsageMeter(options: RedisUsageMeterOptions): UsageMet
     async report(tenantId, nowMs) {
       const month = utcMonth(nowMs);
       const keys = keysOf(tenantId, nowMs);
+      // This replica's increments not yet flushed belong in the answer too: those pending when the read
+      // is sent. A flush that starts while the read is in flight writes them behind it on the same
+      // connection, so they are in these maps and not in what the read returns; taken after the read,
+      // they would be in neither.
+      const unflushed = keys.map((key) => pending.get(key));
       let stored: Record<string, string>[];
       const started = performance.now();
       try {
@@ -154,10 +159,10 @@ export function createRedisUsageMeter(options: RedisUsageMeterOptions): UsageMet
           cause: error,
         });
       }
-      // This replica's increments not yet flushed belong in the answer too.
-      const [currentMonth, lifetime] = keys.map((key, index) => {
-        const fields = toFields(stored[index] ?? {});
-        addFields(fields, pending.get(key) ?? new Map<string, number>());
+      const [currentMonth, lifetime] = stored.map((hash, index) => {
+        const fields = toFields(hash);
+        const increments = unflushed[index];
+        if (increments !== undefined) addFields(fields, increments);
         return countersFromFields(fields);
       });
       if (currentMonth === undefined || lifetime === undefined) throw new Error('usage periods missing');

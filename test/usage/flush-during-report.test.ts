@@ -1,0 +1,59 @@
+// Regression: a usage report added this replica's unflushed increments after its read of Redis had
+// answered. A flush that started while the read was in flight had by then moved those increments out
+// of memory and written them after the read, so the report counted them nowhere (seen in CI as a
+// tenant's own earlier `account.usage` reads missing from its report). Against a real Redis.
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { createRedisConnection, waitUntilConnected, type RedisConnection } from '../../src/store/redis.ts';
+import { createRedisUsageMeter } from '../../src/usage/redis-meter.ts';
+import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
+
+let redis: RedisServer;
+let connection: RedisConnection;
+
+beforeAll(async () => {
+  redis = await startRedisServer();
+  connection = createRedisConnection({ url: redis.url, keyPrefix: 'gengate:', commandTimeoutMs: 2_000 });
+  await waitUntilConnected(connection, 5_000);
+});
+afterAll(async () => {
+  connection.disconnect();
+  await redis.stop();
+});
+
+test('a report read while this replica flushes counts each increment exactly once', async () => {
+  const meter = createRedisUsageMeter({
+    connection,
+    commandTimeoutMs: 2_000,
+    logger: { warn: () => undefined },
+    // Only the explicit flush below runs during the test.
+    flushIntervalMs: 3_600_000,
+  });
+  const now = Date.now();
+  meter.record('alpha', { kind: 'request', route: 'account.usage' }, now);
+  meter.record('alpha', { kind: 'images', count: 2, estimatedCostUsd: 0 }, now);
+
+  // The report's read is on the wire first; close() flushes behind it on the same connection.
+  const reading = meter.report('alpha', now);
+  await meter.close();
+  const report = await reading;
+
+  const expected = {
+    requests: { 'account.usage': 1 },
+    imagesRequested: 2,
+    videosRequested: 0,
+    videoSecondsRequested: 0,
+    reportedCostUsd: 0,
+    estimatedCostUsd: 0,
+  };
+  expect(report.currentMonth).toEqual(expected);
+  expect(report.lifetime).toEqual(expected);
+  // And once flushed, a fresh read finds the same in Redis alone.
+  const afterFlush = createRedisUsageMeter({
+    connection,
+    commandTimeoutMs: 2_000,
+    logger: { warn: () => undefined },
+    flushIntervalMs: 3_600_000,
+  });
+  expect((await afterFlush.report('alpha', now)).lifetime).toEqual(expected);
+  await afterFlush.close();
+});
