@@ -276,6 +276,23 @@ async function main(): Promise<void> {
           }),
       ),
     );
+    // Before the allocation step: the heap sampler's inspector session leaves memory of its own in the
+    // target (RSS 185 → 232 MB in the soak that followed it in run 2026-11-23T06-46-38).
+    const soak =
+      options.soakSeconds > 0
+        ? await runSoak({
+            pid: gengate.process.pid,
+            adminPort: gengate.adminPort,
+            seconds: options.soakSeconds,
+            sampleSeconds: options.soakSampleSeconds,
+            load: {
+              url: `${gengateTarget(gengate).url}${SUBMISSION_PATH}`,
+              authorization: gengate.authorization,
+              bodyFile,
+              connections: options.connections,
+            },
+          })
+        : undefined;
     const allocation: Record<string, Allocation> = {};
     for (const target of targets.filter((each) => ALLOCATION_TARGETS.includes(each.id))) {
       allocation[target.id] = await measureAllocation(target, {
@@ -297,21 +314,6 @@ async function main(): Promise<void> {
       delayMs: STORE_WAIT_DELAY_MS,
       requests: options.smoke ? SMOKE_STORE_WAIT_REQUESTS : STORE_WAIT_REQUESTS,
     });
-    const soak =
-      options.soakSeconds > 0
-        ? await runSoak({
-            pid: gengate.process.pid,
-            adminPort: gengate.adminPort,
-            seconds: options.soakSeconds,
-            sampleSeconds: options.soakSampleSeconds,
-            load: {
-              url: `${gengateTarget(gengate).url}${SUBMISSION_PATH}`,
-              authorization: gengate.authorization,
-              bodyFile,
-              connections: options.connections,
-            },
-          })
-        : undefined;
     const profile = options.profile
       ? await profileGengate(options, { workDir, upstreamUrl, redisUrl: redis.url, bodyFile, stamp }, started)
       : undefined;

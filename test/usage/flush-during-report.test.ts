@@ -20,14 +20,17 @@ afterAll(async () => {
   await redis.stop();
 });
 
-test('a report read while this replica flushes counts each increment exactly once', async () => {
-  const meter = createRedisUsageMeter({
+// Flushes only when closed: no timer flushes during the test.
+const meterFlushedOnClose = () =>
+  createRedisUsageMeter({
     connection,
     commandTimeoutMs: 2_000,
     logger: { warn: () => undefined },
-    // Only the explicit flush below runs during the test.
     flushIntervalMs: 3_600_000,
   });
+
+test('a report read while this replica flushes counts each increment exactly once', async () => {
+  const meter = meterFlushedOnClose();
   const now = Date.now();
   meter.record('alpha', { kind: 'request', route: 'account.usage' }, now);
   meter.record('alpha', { kind: 'images', count: 2, estimatedCostUsd: 0 }, now);
@@ -48,12 +51,7 @@ test('a report read while this replica flushes counts each increment exactly onc
   expect(report.currentMonth).toEqual(expected);
   expect(report.lifetime).toEqual(expected);
   // And once flushed, a fresh read finds the same in Redis alone.
-  const afterFlush = createRedisUsageMeter({
-    connection,
-    commandTimeoutMs: 2_000,
-    logger: { warn: () => undefined },
-    flushIntervalMs: 3_600_000,
-  });
+  const afterFlush = meterFlushedOnClose();
   expect((await afterFlush.report('alpha', now)).lifetime).toEqual(expected);
   await afterFlush.close();
 });
