@@ -20,13 +20,13 @@ const UPSTREAM_TOKEN_ENV = 'BENCH_UPSTREAM_TOKEN';
 // gengate as deployed (README, "Deployment"): compiled by `npm run build`, which `npm run bench` runs first.
 const GENGATE_MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
 /**
- * The V8 settings of the deployment command (README, "Deployment"): a young generation of 2 × 8 MB
+ * The V8 settings of the deployment command (README, "Deployment"): a young generation of 2 × 16 MB
  * instead of the default that grows to 2 × 64 MB on a large machine, and an old generation that may grow
  * to 1.5 × what survived its last collection instead of a factor V8 picks from the collector's speed (up
- * to 4×, so RSS under the same load ranged from 165 to 223 MB from run to run); docs/performance.md. The
+ * to 4 ×, so RSS under the same load ranged from 165 to 223 MB from run to run); docs/performance.md. The
  * bare proxy and the floor run with the same flags, so the Node processes differ only in what they do.
  */
-export const PRODUCTION_NODE_FLAGS = ['--max-semi-space-size=8', '--heap-growing-percent=50'] as const;
+export const PRODUCTION_NODE_FLAGS = ['--max-semi-space-size=16', '--heap-growing-percent=50'] as const;
 
 export interface BenchGengate {
   process: BenchProcess;
