@@ -8,8 +8,8 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createRedisOwnershipStore } from '../../src/ownership/redis-store.ts';
 import type { OwnershipStore } from '../../src/ownership/store.ts';
 import { createStoreBreaker, type StoreBreaker } from '../../src/store/circuit-breaker.ts';
-import { createRedisConnection, waitUntilConnected, type RedisConnection } from '../../src/store/redis.ts';
-import { startRedisServer, waitFor, type RedisServer } from '../support/redis-server.ts';
+import type { RedisConnection } from '../../src/store/redis.ts';
+import { connectAsGateway, startRedisServer, waitFor, type RedisServer } from '../support/redis-server.ts';
 
 const IDS_CLAIMED_DURING_OUTAGE = 100;
 const RESPONSE = {
@@ -25,8 +25,7 @@ let inspector: Redis;
 
 beforeAll(async () => {
   redis = await startRedisServer();
-  connection = createRedisConnection({ url: redis.url, keyPrefix: 'gengate:', commandTimeoutMs: 2_000 });
-  await waitUntilConnected(connection, 5_000);
+  connection = await connectAsGateway(redis);
   inspector = redis.client();
 });
 afterAll(async () => {

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
+import { createRedisConnection, waitUntilConnected, type RedisConnection } from '../../src/store/redis.ts';
 import { freePort } from './free-port.ts';
 
 const execFileAsync = promisify(execFile);
@@ -112,6 +113,16 @@ export async function startRedisServer(extraArgs: string[] = []): Promise<RedisS
       return client;
     },
   };
+}
+
+/** A connection to `redis` as the gateway makes it (its key prefix), connected before it is returned. */
+export async function connectAsGateway(
+  redis: RedisServer,
+  commandTimeoutMs = 2_000,
+): Promise<RedisConnection> {
+  const connection = createRedisConnection({ url: redis.url, keyPrefix: 'gengate:', commandTimeoutMs });
+  await waitUntilConnected(connection, STARTUP_TIMEOUT_MS);
+  return connection;
 }
 
 export interface RedisCluster {

@@ -3,17 +3,16 @@
 // of memory and written them after the read, so the report counted them nowhere (seen in CI as a
 // tenant's own earlier `account.usage` reads missing from its report). Against a real Redis.
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { createRedisConnection, waitUntilConnected, type RedisConnection } from '../../src/store/redis.ts';
+import type { RedisConnection } from '../../src/store/redis.ts';
 import { createRedisUsageMeter } from '../../src/usage/redis-meter.ts';
-import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
+import { connectAsGateway, startRedisServer, type RedisServer } from '../support/redis-server.ts';
 
 let redis: RedisServer;
 let connection: RedisConnection;
 
 beforeAll(async () => {
   redis = await startRedisServer();
-  connection = createRedisConnection({ url: redis.url, keyPrefix: 'gengate:', commandTimeoutMs: 2_000 });
-  await waitUntilConnected(connection, 5_000);
+  connection = await connectAsGateway(redis);
 });
 afterAll(async () => {
   connection.disconnect();
