@@ -141,8 +141,8 @@ export function createRedisUsageMeter(options: RedisUsageMeterOptions): UsageMet
       const keys = keysOf(tenantId, nowMs);
       // This replica's increments not yet flushed belong in the answer too: those pending when the read
       // is sent. A flush that starts while the read is in flight writes them behind it on the same
-      // connection, so they are in these maps and not in what the read returns; taken after the read,
-      // they would be in neither.
+      // connection (a tenant's keys share one slot, so one node in a Cluster too): they are in these maps
+      // and not in what the read returns; taken after the read, they would be in neither.
       const unflushed = keys.map((key) => pending.get(key));
       let stored: Record<string, string>[];
       const started = performance.now();

@@ -116,11 +116,12 @@ export async function startRedisServer(extraArgs: string[] = []): Promise<RedisS
 }
 
 /** A connection to `redis` as the gateway makes it (its key prefix), connected before it is returned. */
-export async function connectAsGateway(
-  redis: RedisServer,
-  commandTimeoutMs = 2_000,
-): Promise<RedisConnection> {
-  const connection = createRedisConnection({ url: redis.url, keyPrefix: 'gengate:', commandTimeoutMs });
+export async function connectAsGateway(redis: RedisServer): Promise<RedisConnection> {
+  const connection = createRedisConnection({
+    url: redis.url,
+    keyPrefix: 'gengate:',
+    commandTimeoutMs: 2_000,
+  });
   await waitUntilConnected(connection, STARTUP_TIMEOUT_MS);
   return connection;
 }
