@@ -321,17 +321,17 @@ async function main(): Promise<void> {
     const row = (rows: TargetSummary[], id: string) => rows.find((summary) => summary.id === id);
     const directP99 = row(fixedRate, 'direct')?.p99Ms ?? Number.NaN;
     const gengateThroughput = row(throughput, 'gengate')!;
+    const bareThroughput = row(throughput, 'bare-proxy');
     const gengateOverBarePerRound = ratiosPerRound(
       gengateThroughput,
-      row(throughput, 'bare-proxy'),
+      bareThroughput,
       (round) => round.requestsPerSecond,
     );
     const ratios = {
       gengateOverBarePerRound,
       gengateOverBarePerRoundMedian: median(gengateOverBarePerRound),
       gengateOverBareRequestsPerSecond:
-        gengateThroughput.requestsPerSecond /
-        (row(throughput, 'bare-proxy')?.requestsPerSecond ?? Number.NaN),
+        gengateThroughput.requestsPerSecond / (bareThroughput?.requestsPerSecond ?? Number.NaN),
       gengateOverFloorRequestsPerSecond:
         gengateThroughput.requestsPerSecond /
         (row(throughput, 'fastify-forward')?.requestsPerSecond ?? Number.NaN),
@@ -339,7 +339,7 @@ async function main(): Promise<void> {
       // than the throughput ratio, which it should mirror while both saturate their core.
       gengateOverBareCpuPerRequest:
         gengateThroughput.cpuMicrosecondsPerRequest /
-        (row(throughput, 'bare-proxy')?.cpuMicrosecondsPerRequest ?? Number.NaN),
+        (bareThroughput?.cpuMicrosecondsPerRequest ?? Number.NaN),
       gengateOverNginxRequestsPerSecond:
         gengateThroughput.requestsPerSecond / (row(throughput, 'nginx')?.requestsPerSecond ?? Number.NaN),
       addedP99MsAtFixedRate: Object.fromEntries(
@@ -377,7 +377,7 @@ async function main(): Promise<void> {
     print(
       `CPU per request, gengate / bare-proxy: ${fixed(ratios.gengateOverBareCpuPerRequest, 2)} ` +
         `(${fixed(gengateThroughput.cpuMicrosecondsPerRequest, 1)} µs against ` +
-        `${fixed(row(throughput, 'bare-proxy')?.cpuMicrosecondsPerRequest ?? Number.NaN, 1)} µs)`,
+        `${fixed(bareThroughput?.cpuMicrosecondsPerRequest ?? Number.NaN, 1)} µs)`,
     );
     print(
       `Redis commands per gengate create: ${fixed(storeTrips.roundTripsPerRequest, 2)} over ` +

@@ -8,12 +8,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import type { GatewayConfig } from '../../src/config/schema.ts';
 import type { LimitRequest } from '../../src/ratelimit/types.ts';
 import { openStore, type GatewayStore } from '../../src/store/from-config.ts';
-import {
-  clientCommandsDuring,
-  startRedisServer,
-  waitFor,
-  type RedisServer,
-} from '../support/redis-server.ts';
+import { clientCommandsDuring, startRedisServer, type RedisServer } from '../support/redis-server.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 const TTL_SECONDS = 3600;
 const COMMAND_TIMEOUT_MS = 2_000;

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createCredentialStore, type CredentialStore } from '../../src/config/credentials.ts';
 import { parseConfigText } from '../../src/config/load.ts';
-import { waitFor } from './wait-for.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 const FAST = { debounceMs: 10, pollIntervalMs: 50 };
 

@@ -13,7 +13,7 @@ import {
 } from '../../src/config/reload.ts';
 import type { GatewayConfig } from '../../src/config/schema.ts';
 import { createMetrics } from '../../src/observability/metrics.ts';
-import { waitFor } from './wait-for.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 const ENV = { MAXAI_TOKEN: 'token' };
 const FAST = { debounceMs: 10, pollIntervalMs: 50 };

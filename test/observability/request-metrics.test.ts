@@ -8,7 +8,7 @@ import pino from 'pino';
 import { buildAdminApp } from '../../src/admin/app.ts';
 import { createReadiness } from '../../src/admin/readiness.ts';
 import { startGatewayHarness, type GatewayHarness } from '../support/gateway-harness.ts';
-import { waitFor } from '../support/redis-server.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 const IMAGES = '/v1/images/generations';
 // Two requests a minute for alpha: the third create is refused by `requests`, while `images` had room.

@@ -14,10 +14,10 @@ import {
   clientCommandsDuring,
   startRedisCluster,
   startRedisServer,
-  waitFor,
   type RedisCluster,
   type RedisServer,
 } from '../support/redis-server.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 const KEY_PREFIX = 'gengate:';
 

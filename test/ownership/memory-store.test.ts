@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startGatewayHarness, useGatewayHarness, type GatewayHarness } from '../support/gateway-harness.ts';
-import { waitFor } from '../support/redis-server.ts';
+import { waitFor } from '../support/wait-for.ts';
 import {
   callRequest,
   createImage,

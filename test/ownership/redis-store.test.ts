@@ -4,7 +4,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, test } from 'vitest';
 import { startGatewayHarness, type GatewayHarness } from '../support/gateway-harness.ts';
-import { startRedisServer, waitFor, type RedisServer } from '../support/redis-server.ts';
+import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
+import { waitFor } from '../support/wait-for.ts';
 import {
   STORE_UNAVAILABLE,
   callRequest,

@@ -9,7 +9,8 @@ import { createRedisOwnershipStore } from '../../src/ownership/redis-store.ts';
 import type { OwnershipStore } from '../../src/ownership/store.ts';
 import { createStoreBreaker, type StoreBreaker } from '../../src/store/circuit-breaker.ts';
 import type { RedisConnection } from '../../src/store/redis.ts';
-import { connectAsGateway, startRedisServer, waitFor, type RedisServer } from '../support/redis-server.ts';
+import { connectAsGateway, startRedisServer, type RedisServer } from '../support/redis-server.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 const IDS_CLAIMED_DURING_OUTAGE = 100;
 const RESPONSE = {

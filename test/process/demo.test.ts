@@ -5,7 +5,8 @@ import { cp, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { startGatewayProcess, waitFor, type GatewayProcess } from '../support/gateway-process.ts';
+import { startGatewayProcess, type GatewayProcess } from '../support/gateway-process.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { freePort } from '../support/free-port.ts';
 
 // The demo keys published in README.md and config/demo-secrets/README.md.
@@ -101,7 +102,11 @@ test('a request is logged as it is answered, not only when the gateway stops', a
   const image = await call('lab', 'POST', '/v1/images/generations', {});
   const requestId = image.headers.get('x-request-id');
   expect(requestId).toBeTruthy();
-  await waitFor(() => gateway.lines.some((line) => line.requestId === requestId), 2_000);
+  await waitFor(
+    'the request log line',
+    () => gateway.lines.some((line) => line.requestId === requestId),
+    2_000,
+  );
   expect(gateway.lines.find((line) => line.requestId === requestId)).toMatchObject({
     msg: 'request',
     tenant: 'lab',

@@ -7,10 +7,10 @@ import { startSimulator } from '../../src/simulator/server.ts';
 import {
   oneTenantConfig,
   startGatewayProcess,
-  waitFor,
   writeTempConfig,
   type GatewayProcess,
 } from '../support/gateway-process.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 const TOKEN = 'upstream_token_for_reload_test';
 const firstKey = generateTenantKey();
@@ -78,10 +78,10 @@ test('a reload under load applies whole, to the next requests, and an invalid fi
       }
     }),
   );
-  await waitFor(() => seen.length >= 20);
+  await waitFor('20 forwarded requests', () => seen.length >= 20);
   await writeFile(configPath, configWith(2, [firstKey, addedKey]));
   gateway.signal('SIGHUP');
-  await waitFor(() => reloads('success') >= 1);
+  await waitFor('a successful reload', () => reloads('success') >= 1);
   reloaded = true;
   await load;
 
@@ -96,7 +96,7 @@ test('a reload under load applies whole, to the next requests, and an invalid fi
 
   await writeFile(configPath, 'tenants: [ { id: "Not Valid" } ]\n');
   gateway.signal('SIGHUP');
-  await waitFor(() => reloads('error') >= 1);
+  await waitFor('a refused reload', () => reloads('error') >= 1);
   expect(await createWith(firstKey.key)).toEqual({ status: 200, policy: before.clampedTo2 });
   const metrics = await (await fetch(`${gateway.adminUrl}/metrics`)).text();
   expect(metrics).toMatch(/gengate_config_reloads_total\{result="error"\} [1-9]/);

@@ -5,12 +5,8 @@ import { connect } from 'node:net';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { generateTenantKey } from '../../src/auth/keys.ts';
 import { startSimulator } from '../../src/simulator/server.ts';
-import {
-  oneTenantConfig,
-  startGatewayProcess,
-  waitFor,
-  writeTempConfig,
-} from '../support/gateway-process.ts';
+import { oneTenantConfig, startGatewayProcess, writeTempConfig } from '../support/gateway-process.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { sendRaw } from '../support/raw-http.ts';
 
 const TOKEN = 'upstream_token_for_shutdown_test';
@@ -40,9 +36,9 @@ test('SIGTERM with a request in flight: the request completes, readiness drops, 
     headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' },
     body: '{}',
   });
-  await waitFor(() => simulator.received.length === 1);
+  await waitFor('the request at the upstream', () => simulator.received.length === 1);
   gateway.signal('SIGTERM');
-  await waitFor(() => gateway.lines.some((line) => line.msg === 'draining'));
+  await waitFor('the draining log line', () => gateway.lines.some((line) => line.msg === 'draining'));
   expect((await fetch(`${gateway.adminUrl}/readyz`)).status).toBe(503);
 
   const response = await inFlight;
@@ -70,7 +66,7 @@ test('SIGTERM with connections that never sent a request: the drain does not wai
   late.setEncoding('utf8').on('data', (chunk: string) => (lateAnswer += chunk));
   const lateClosed = once(late, 'close');
   gateway.signal('SIGTERM');
-  await waitFor(() => gateway.lines.some((line) => line.msg === 'draining'));
+  await waitFor('the draining log line', () => gateway.lines.some((line) => line.msg === 'draining'));
   // A request on a fresh connection has a grace of a second once closing begins (it may have been sent
   // before the gateway read anything): it is answered like any request arriving during the drain.
   late.write(`GET /v1/account/keys HTTP/1.1\r\nHost: ${hostname}\r\n\r\n`);

@@ -6,7 +6,8 @@ import { afterEach, describe, expect, test } from 'vitest';
 import { buildAdminApp } from '../../src/admin/app.ts';
 import { createReadiness } from '../../src/admin/readiness.ts';
 import { startGatewayHarness, type GatewayHarness } from '../support/gateway-harness.ts';
-import { startRedisServer, waitFor, type RedisServer } from '../support/redis-server.ts';
+import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 const LIMITS = '[{ id: requests, routes: ["*"], cost: requests, limit: 1000, windowSeconds: 60 }]';
 // commandTimeoutMs is 100 by default; a request may wait that long once, never more.

@@ -4,7 +4,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { rateLimitHeaders } from '../../src/ratelimit/headers.ts';
 import type { LimitRequest, RateDecision } from '../../src/ratelimit/types.ts';
-import { startRedisServer, waitFor, type RedisServer } from '../support/redis-server.ts';
+import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { startTestLimiter, TEST_COMMAND_TIMEOUT_MS, type TestLimiter } from './limiter-support.ts';
 
 const LIMITS: LimitRequest[] = [{ id: 'requests', limit: 1000, windowSeconds: 60, cost: 1 }];

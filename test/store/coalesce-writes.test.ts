@@ -9,10 +9,10 @@ import { createRedisConnection, waitUntilConnected, type RedisConnection } from 
 import {
   startRedisCluster,
   startRedisServer,
-  waitFor,
   type RedisCluster,
   type RedisServer,
 } from '../support/redis-server.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 const COMMANDS_IN_ONE_TURN = 20;
 const COMMAND_TIMEOUT_MS = 2_000;

@@ -83,14 +83,6 @@ export async function startGatewayProcess(
   };
 }
 
-export async function waitFor(condition: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
 export interface OneTenantConfig {
   upstreamUrl: string;
   keys: { sha256: string; prefix: string }[];

@@ -9,10 +9,10 @@ import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { createRedisConnection, waitUntilConnected, type RedisConnection } from '../../src/store/redis.ts';
 import { freePort } from './free-port.ts';
+import { waitFor } from './wait-for.ts';
 
 const execFileAsync = promisify(execFile);
 const STARTUP_TIMEOUT_MS = 10_000;
-const POLL_INTERVAL_MS = 20;
 
 export interface RedisServer {
   url: string;
@@ -25,23 +25,6 @@ export interface RedisServer {
   restart(): Promise<void>;
   /** A plain client for inspecting and poisoning state; closed by stop(). */
   client(): Redis;
-}
-
-async function sleep(ms: number): Promise<void> {
-  await new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-/** Polls `condition` until it holds; throws with `what` after `timeoutMs`. */
-export async function waitFor(
-  what: string,
-  condition: () => Promise<boolean> | boolean,
-  timeoutMs = STARTUP_TIMEOUT_MS,
-) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(POLL_INTERVAL_MS);
-  }
 }
 
 // A raw PING over TCP: answers only once the server accepts commands, with no client library involved.

@@ -4,7 +4,8 @@ import { isDeepStrictEqual } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { UsageReport } from '../../src/usage/meter.ts';
 import { startGatewayHarness, type GatewayHarness } from '../support/gateway-harness.ts';
-import { startRedisServer, waitFor, type RedisServer } from '../support/redis-server.ts';
+import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 async function call(harness: GatewayHarness, method: string, path: string, body?: string) {
   const response = await fetch(`${harness.url}${path}`, {
