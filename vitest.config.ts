@@ -1,8 +1,10 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // The deployment checks need system tools and run apart: `npm run test:deploy`.
+    exclude: [...configDefaults.exclude, 'test/deploy/**'],
     // Several suites start their own Redis and gateway processes; two cores cannot run many at once.
     maxWorkers: 2,
     testTimeout: 20_000,
