@@ -4,25 +4,24 @@
 /** Grafana's rate window: at least four scrape intervals, so a rate never misses its two samples. */
 const RATE_WINDOW = '[$__rate_interval]';
 
-/** `metric{a, b}` from a metric name and label matchers; empty matchers are left out. */
+/** `metric{a, b}` from a metric name and label matchers. */
 export function select(metric: string, ...matchers: string[]): string {
-  const present = matchers.filter((matcher) => matcher !== '');
-  return present.length === 0 ? metric : `${metric}{${present.join(', ')}}`;
+  return matchers.length === 0 ? metric : `${metric}{${matchers.join(', ')}}`;
 }
 
-/** `sum(` or `sum by (a, b) (`: the opening of a sum, to be closed by the caller. */
-function sumBy(labels: readonly string[]): string {
-  return labels.length === 0 ? 'sum(' : `sum by (${labels.join(', ')}) (`;
+/** `sum(inner)`, or `sum by (a, b) (inner)`. */
+function sum(by: readonly string[], inner: string): string {
+  return by.length === 0 ? `sum(${inner})` : `sum by (${by.join(', ')}) (${inner})`;
 }
 
 /** Per-second rate of a counter (or a histogram's `_count`) summed over every series, or per `by` labels. */
 export function sumRate(selector: string, by: readonly string[] = []): string {
-  return `${sumBy(by)}rate(${selector}${RATE_WINDOW}))`;
+  return sum(by, `rate(${selector}${RATE_WINDOW})`);
 }
 
 /** How much a counter grew over the window, summed per `by` labels: for events that are rare and whole. */
 export function sumIncrease(selector: string, window: string, by: readonly string[] = []): string {
-  return `${sumBy(by)}increase(${selector}[${window}]))`;
+  return sum(by, `increase(${selector}[${window}])`);
 }
 
 /** The `quantile` (0 to 1) of a histogram family over the selected series, per `by` labels. */
@@ -33,7 +32,7 @@ export function histogramQuantile(
   by: readonly string[] = [],
 ): string {
   const buckets = select(`${family}_bucket`, ...matchers);
-  return `histogram_quantile(${quantile}, ${sumBy(['le', ...by])}rate(${buckets}${RATE_WINDOW})))`;
+  return `histogram_quantile(${quantile}, ${sum(['le', ...by], `rate(${buckets}${RATE_WINDOW})`)})`;
 }
 
 /**
