@@ -27,6 +27,12 @@ export default defineConfig(
     },
   },
   {
+    // The SDK deprecates the classic dashboard model in favour of dashboardv2, which file provisioning,
+    // the Grafana chart's sidecar and UI import of most Grafana versions do not read: we keep the classic.
+    files: ['dashboards/src/**/*.ts'],
+    rules: { '@typescript-eslint/no-deprecated': 'off' },
+  },
+  {
     files: ['test/**/*.ts', 'bench/**/*.ts'],
     rules: {
       '@typescript-eslint/no-non-null-assertion': 'off',

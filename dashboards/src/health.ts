@@ -1,0 +1,268 @@
+// The Health dashboard: the shared store, configuration reloads and each gengate process.
+import { MappingType, RowBuilder, type Dashboard } from '@grafana/grafana-foundation-sdk/dashboard';
+import * as common from '@grafana/grafana-foundation-sdk/common';
+import * as units from '@grafana/grafana-foundation-sdk/units';
+import {
+  GENGATE_JOB,
+  gengateDashboard,
+  instantQuery,
+  prometheusQuery,
+  redFrom,
+  stackedTimeSeriesPanel,
+  statPanel,
+  stateTimelinePanel,
+  timeSeriesPanel,
+} from './panels.ts';
+import { histogramQuantile, select, sumIncrease, sumRate } from './promql.ts';
+
+// Store commands slower than the default commandTimeoutMs (100 ms) count as failed; the alert rules fire
+// at an event-loop lag p99 of 0.1 s and at 80% of the file descriptor limit.
+const STORE_COMMAND_TIMEOUT_SECONDS = 0.1;
+const EVENT_LOOP_LAG_ALERT_SECONDS = 0.1;
+const OPEN_FDS_ALERT_RATIO = 0.8;
+
+const CONFIG_RELOADS = 'gengate_config_reloads_total';
+
+export function healthDashboard(): Dashboard {
+  return gengateDashboard(
+    'gengate-health',
+    'gengate / Health',
+    'The shared store, configuration reloads and each gengate process (event loop, memory, GC, file ' +
+      'descriptors, restarts). These series carry no tenant or route: the variables do not apply here.',
+  )
+    .withRow(new RowBuilder('Store'))
+    .withPanel(
+      timeSeriesPanel()
+        .title('Store latency p99 by operation')
+        .description(
+          'The slowest 1% of round trips to the shared store (Redis), per operation, failures included. ' +
+            'Good is about a millisecond; at the dashed line (the default commandTimeoutMs, 100 ms) ' +
+            'commands are given up on and count as errors.',
+        )
+        .unit(units.Seconds)
+        .min(0)
+        .thresholds(redFrom(STORE_COMMAND_TIMEOUT_SECONDS))
+        .withTarget(
+          prometheusQuery(
+            histogramQuantile(0.99, 'gengate_store_operation_duration_seconds', [], ['operation']),
+            '{{operation}}',
+          ),
+        ),
+    )
+    .withPanel(
+      timeSeriesPanel()
+        .title('Store errors by operation')
+        .description(
+          'Store operations per second that failed or timed out. Good is 0. Errors on every operation at ' +
+            'once are the store down or unreachable; on one, a script or key problem.',
+        )
+        .unit(units.OpsPerSecond)
+        .min(0)
+        .withTarget(prometheusQuery(sumRate('gengate_store_errors_total', ['operation']), '{{operation}}')),
+    )
+    .withPanel(
+      stateTimelinePanel()
+        .title('Store degraded by replica')
+        .description(
+          "Red while a replica's store breaker is open: it does not call the store, and serves rate " +
+            'limits from its per-replica fallback (failMode open) or answers 503 store_unavailable ' +
+            '(failMode closed). Good is green throughout; the breaker closes by itself once the store answers.',
+        )
+        .unit(units.Short)
+        .mappings([
+          {
+            type: MappingType.ValueToText,
+            options: {
+              '0': { text: 'healthy', color: 'green', index: 0 },
+              '1': { text: 'degraded', color: 'red', index: 1 },
+            },
+          },
+        ])
+        .withTarget(prometheusQuery('max by (instance) (gengate_store_degraded)', '{{instance}}')),
+    )
+    .withPanel(
+      timeSeriesPanel()
+        .title('Store breaker trips')
+        .description(
+          "Times each replica's store breaker opened, within the trailing rate window. Good is 0; " +
+            'trips on every replica together are the store failing; repeated trips on one are its ' +
+            'network path.',
+        )
+        .unit(units.Short)
+        .min(0)
+        .drawStyle(common.GraphDrawStyle.Bars)
+        .withTarget(
+          prometheusQuery(
+            sumIncrease('gengate_store_breaker_trips_total', '$__rate_interval', ['instance']),
+            '{{instance}}',
+          ),
+        ),
+    )
+    .withRow(new RowBuilder('Configuration'))
+    .withPanel(
+      timeSeriesPanel()
+        .title('Config reloads by result')
+        .description(
+          'Configuration reloads within the trailing rate window, by result: success, or error when ' +
+            'the new file was refused and the replica kept serving the previous configuration. Every ' +
+            'error needs a look (gengate check-config names the problem).',
+        )
+        .unit(units.Short)
+        .min(0)
+        .drawStyle(common.GraphDrawStyle.Bars)
+        .span(16)
+        .withTarget(
+          prometheusQuery(
+            sumIncrease(CONFIG_RELOADS, '$__rate_interval', ['instance', 'result']),
+            '{{instance}} {{result}}',
+          ),
+        ),
+    )
+    .withPanel(
+      statPanel()
+        .title('Failed reloads in the time range')
+        .description(
+          'Refused configuration reloads over the whole time range picked above, all replicas. Good is ' +
+            '0; red from 1: some replica may be serving an older configuration than the file on disk.',
+        )
+        .unit(units.Short)
+        .span(8)
+        .height(8)
+        .thresholds(redFrom(1))
+        .withTarget(
+          instantQuery(sumIncrease(select(CONFIG_RELOADS, 'result="error"'), '$__range'), 'failed reloads'),
+        ),
+    )
+    .withRow(new RowBuilder('Processes'))
+    .withPanel(
+      timeSeriesPanel()
+        .title('Event-loop lag p99')
+        .description(
+          "How late timers fire on each replica's event loop (99th percentile): the time every request " +
+            'waits before gengate can even start on it. Good is a few milliseconds; the dashed line is ' +
+            'the 0.1 s alert. Rising with CPU near one core is saturation: add replicas.',
+        )
+        .unit(units.Seconds)
+        .min(0)
+        .thresholds(redFrom(EVENT_LOOP_LAG_ALERT_SECONDS))
+        .withTarget(prometheusQuery(select('nodejs_eventloop_lag_p99_seconds', GENGATE_JOB), '{{instance}}')),
+    )
+    .withPanel(
+      timeSeriesPanel()
+        .title('CPU')
+        .description(
+          'CPU time per second of each replica; 100% is one core. gengate runs its JavaScript on one ' +
+            'thread, so a replica near 100% is saturated whatever the machine has left.',
+        )
+        .unit(units.PercentUnit)
+        .min(0)
+        .withTarget(
+          prometheusQuery(
+            sumRate(select('process_cpu_seconds_total', GENGATE_JOB), ['instance']),
+            '{{instance}}',
+          ),
+        ),
+    )
+    .withPanel(
+      timeSeriesPanel()
+        .title('Memory')
+        .description(
+          'Per replica: resident memory (RSS), V8 heap in use and allocated, and the heap limit. Heap in ' +
+            'use should saw-tooth around a flat level; a floor that keeps rising towards the limit is a ' +
+            'leak, and the process dies when it reaches it.',
+        )
+        .unit(units.BytesIEC)
+        .min(0)
+        .withTarget(prometheusQuery(select('process_resident_memory_bytes', GENGATE_JOB), '{{instance}} RSS'))
+        .withTarget(
+          prometheusQuery(select('nodejs_heap_size_used_bytes', GENGATE_JOB), '{{instance}} heap used'),
+        )
+        .withTarget(
+          prometheusQuery(select('nodejs_heap_size_total_bytes', GENGATE_JOB), '{{instance}} heap allocated'),
+        )
+        .withTarget(prometheusQuery('gengate_heap_size_limit_bytes', '{{instance}} heap limit')),
+    )
+    .withPanel(
+      stackedTimeSeriesPanel()
+        .title('Time in garbage collection')
+        .description(
+          'Share of wall-clock time each replica spent in V8 garbage collection, by kind. A few percent ' +
+            'is normal under load; a large and growing share, mostly major (mark-sweep-compact), is ' +
+            'memory pressure: see the heap beside it.',
+        )
+        .unit(units.PercentUnit)
+        .withTarget(
+          prometheusQuery(
+            sumRate(select('nodejs_gc_duration_seconds_sum', GENGATE_JOB), ['instance', 'kind']),
+            '{{instance}} {{kind}}',
+          ),
+        ),
+    )
+    .withPanel(
+      timeSeriesPanel()
+        .title('Open file descriptors')
+        .description(
+          'Open file descriptors (sockets to clients, the upstream and the store) as a share of each ' +
+            "replica's limit. Good is well below; the dashed line is the 80% alert, beyond which new " +
+            'connections start to fail.',
+        )
+        .unit(units.PercentUnit)
+        .min(0)
+        .max(1)
+        .thresholds(redFrom(OPEN_FDS_ALERT_RATIO))
+        .withTarget(
+          prometheusQuery(
+            `${select('process_open_fds', GENGATE_JOB)} / ${select('process_max_fds', GENGATE_JOB)}`,
+            '{{instance}}',
+          ),
+        ),
+    )
+    .withPanel(
+      timeSeriesPanel()
+        .title('Uptime')
+        .description(
+          "Time since each replica's process started: a drop to zero is a restart (a crash, an OOM kill " +
+            'or a rollout). Compare with the versions panel to tell a rollout from a crash.',
+        )
+        .unit(units.Seconds)
+        .min(0)
+        .withTarget(
+          prometheusQuery(`time() - ${select('process_start_time_seconds', GENGATE_JOB)}`, '{{instance}}'),
+        ),
+    )
+    .withPanel(
+      statPanel()
+        .title('Restarts in the time range')
+        .description(
+          'Process restarts over the whole time range picked above, all replicas that kept their ' +
+            'address (a replaced pod shows as a new replica instead). Good is 0 outside rollouts.',
+        )
+        .unit(units.Short)
+        .span(8)
+        .height(8)
+        .thresholds(redFrom(1))
+        .withTarget(
+          instantQuery(
+            `sum(changes(${select('process_start_time_seconds', GENGATE_JOB)}[$__range]))`,
+            'restarts',
+          ),
+        ),
+    )
+    .withPanel(
+      stackedTimeSeriesPanel()
+        .title('Replicas by version')
+        .description(
+          'Replicas scraped, by gengate version and Node.js version. During a rollout the new version ' +
+            'replaces the old; two versions for long is a rollout stuck on failing replicas.',
+        )
+        .unit(units.Short)
+        .span(16)
+        .withTarget(
+          prometheusQuery(
+            'count by (version, node_version) (gengate_build_info)',
+            '{{version}} (Node {{node_version}})',
+          ),
+        ),
+    )
+    .build();
+}
