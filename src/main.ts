@@ -54,7 +54,9 @@ async function orExitIfCannotListen<T>(
 
 // The environment as it was at start-up: a reload reads the file again, never a changed environment.
 const startupEnv = Object.freeze({ ...process.env });
-const config = await orExitOnConfigError(() => loadConfig(configPath, startupEnv));
+// At start every credential is checked too, so that one run lists every problem; a reload leaves the
+// files to the credential store, which follows them.
+const config = await orExitOnConfigError(() => loadConfig(configPath, startupEnv, 'all'));
 // Log lines are written asynchronously (a synchronous write per request was 4% of the CPU profile;
 // synchronous 4 KB writes would stall every request behind a slow log reader, docs/performance.md);
 // shutdown flushes them.
