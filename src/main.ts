@@ -6,6 +6,8 @@ import pino from 'pino';
 import { buildAdminApp } from './admin/app.ts';
 import { createReadiness } from './admin/readiness.ts';
 import { buildApp } from './app.ts';
+import { EXIT_CANNOT_LISTEN, EXIT_INVALID } from './cli/exit-codes.ts';
+import { cannotListenMessage, type ListenAddress } from './cli/listen-failure.ts';
 import { createTenantDirectory } from './auth/tenant-directory.ts';
 import { createCredentialStore } from './config/credentials.ts';
 import { ConfigError, loadConfig } from './config/load.ts';
@@ -18,7 +20,6 @@ import { createUpstreamClient } from './upstream/client.ts';
 const DEMO_CONFIG_PATH = 'config/demo.yaml';
 // Below Kubernetes' default 30 s grace period, so in-flight requests finish before SIGKILL.
 const DRAIN_TIMEOUT_MS = 25_000;
-const EXIT_CONFIG_INVALID = 2;
 
 const { values: args } = parseArgs({ options: { config: { type: 'string' } }, strict: true });
 const configPath = resolve(args.config ?? process.env.GENGATE_CONFIG ?? DEMO_CONFIG_PATH);
@@ -31,13 +32,31 @@ async function orExitOnConfigError<T>(step: () => Promise<T>): Promise<T> {
     if (!(error instanceof ConfigError)) throw error;
     process.stderr.write(`gengate: invalid configuration ${configPath}\n`);
     for (const problem of error.problems) process.stderr.write(`  ${problem.path}: ${problem.message}\n`);
-    process.exit(EXIT_CONFIG_INVALID);
+    process.exit(EXIT_INVALID);
+  }
+}
+
+/** An address that cannot be had ends the process with one line naming it and its setting. */
+async function orExitIfCannotListen<T>(
+  setting: string,
+  address: ListenAddress,
+  listen: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await listen();
+  } catch (error) {
+    const message = cannotListenMessage(error, address, setting);
+    if (message === undefined) throw error;
+    process.stderr.write(`gengate: ${message}\n`);
+    process.exit(EXIT_CANNOT_LISTEN);
   }
 }
 
 // The environment as it was at start-up: a reload reads the file again, never a changed environment.
 const startupEnv = Object.freeze({ ...process.env });
-const config = await orExitOnConfigError(() => loadConfig(configPath, startupEnv));
+// At start every credential is checked too, so that one run lists every problem; a reload leaves the
+// files to the credential store, which follows them.
+const config = await orExitOnConfigError(() => loadConfig(configPath, startupEnv, 'all'));
 // Log lines are written asynchronously (a synchronous write per request was 4% of the CPU profile;
 // synchronous 4 KB writes would stall every request behind a slow log reader, docs/performance.md);
 // shutdown flushes them.
@@ -50,17 +69,19 @@ const credentials = await orExitOnConfigError(() =>
 );
 
 const simulator = config.simulator.enabled
-  ? await startSimulator({
-      host: config.simulator.host,
-      port: config.simulator.port,
-      tokens: Object.keys(config.upstream.credentials).map((name) => ({
-        name,
-        token: credentials.get(name),
-      })),
-      queuedMs: config.simulator.queuedMs,
-      processingMs: config.simulator.processingMs,
-      requestsPerMinute: config.simulator.requestsPerMinute,
-    })
+  ? await orExitIfCannotListen('simulator.port', config.simulator, () =>
+      startSimulator({
+        host: config.simulator.host,
+        port: config.simulator.port,
+        tokens: Object.keys(config.upstream.credentials).map((name) => ({
+          name,
+          token: credentials.get(name),
+        })),
+        queuedMs: config.simulator.queuedMs,
+        processingMs: config.simulator.processingMs,
+        requestsPerMinute: config.simulator.requestsPerMinute,
+      }),
+    )
   : undefined;
 
 const metrics = createMetrics();
@@ -101,8 +122,13 @@ const gateway = buildApp(config, {
 });
 const admin = buildAdminApp({ logger, metrics, readiness });
 
-await gateway.listen({ host: config.server.host, port: config.server.port });
-await admin.listen({ host: config.admin.host, port: config.admin.port });
+const { server: gatewayAddress, admin: adminAddress } = config;
+await orExitIfCannotListen('server.port', gatewayAddress, () =>
+  gateway.listen({ host: gatewayAddress.host, port: gatewayAddress.port }),
+);
+await orExitIfCannotListen('admin.port', adminAddress, () =>
+  admin.listen({ host: adminAddress.host, port: adminAddress.port }),
+);
 readiness.markReady();
 logger.info(
   { gateway: gateway.server.address(), admin: admin.server.address(), simulator: simulator?.url },

@@ -2,8 +2,9 @@
 import { once } from 'node:events';
 import { parseArgs } from 'node:util';
 import { DEFAULT_PROCESSING_MS, DEFAULT_QUEUED_MS, DEFAULT_REQUESTS_PER_MINUTE } from '../simulator/app.ts';
-import { startSimulator } from '../simulator/server.ts';
-import { EXIT_INVALID, EXIT_OK } from './exit-codes.ts';
+import { startSimulator, type SimulatorServer } from '../simulator/server.ts';
+import { EXIT_CANNOT_LISTEN, EXIT_INVALID, EXIT_OK } from './exit-codes.ts';
+import { cannotListenMessage } from './listen-failure.ts';
 import type { SimulatedToken } from '../simulator/accounts.ts';
 
 const DEFAULT_PORT = 8090;
@@ -77,7 +78,15 @@ export async function simulatorCommand(argv: string[]): Promise<number> {
     process.stdout.write(USAGE);
     return EXIT_OK;
   }
-  const simulator = await startSimulator(options);
+  let simulator: SimulatorServer;
+  try {
+    simulator = await startSimulator(options);
+  } catch (error) {
+    const message = cannotListenMessage(error, options, '--port');
+    if (message === undefined) throw error;
+    process.stderr.write(`gengate simulator: ${message}\n`);
+    return EXIT_CANNOT_LISTEN;
+  }
   const accounts = options.tokens.map((entry) => entry.name).join(', ');
   process.stdout.write(`gengate simulator listening on ${simulator.url} (accounts: ${accounts})\n`);
   await Promise.race([once(process, 'SIGINT'), once(process, 'SIGTERM')]);

@@ -8,6 +8,7 @@ import { watchFileChanges } from './watch-file.ts';
 import type { Logger } from 'pino';
 import { ConfigError, formatPath, type ConfigProblem } from './problems.ts';
 import type { GatewayConfig } from './schema.ts';
+import type { NamedCredential } from './well-formed-parts.ts';
 
 export const DEFAULT_CREDENTIAL_DEBOUNCE_MS = 200;
 export const DEFAULT_CREDENTIAL_POLL_INTERVAL_MS = 5_000;
@@ -33,26 +34,34 @@ export interface CredentialStoreOptions {
 // never inside it, so a configuration that is logged or printed cannot carry a token.
 const envTokensOfConfig = new WeakMap<CredentialsConfig, ReadonlyMap<string, string>>();
 
-/** Reads every `{ env }` credential from `env` (called by the loader) and reports those missing. */
-export function captureEnvCredentials(
-  credentials: CredentialsConfig,
+/** The env credentials among `credentials` whose variable is not set, or holds only blanks. */
+export function envCredentialProblems(
+  credentials: readonly NamedCredential[],
   env: NodeJS.ProcessEnv,
 ): ConfigProblem[] {
-  const problems: ConfigProblem[] = [];
-  const tokens = new Map<string, string>();
-  for (const [name, source] of Object.entries(credentials)) {
-    if (!('env' in source)) continue;
-    const token = env[source.env]?.trim() ?? '';
-    if (token === '') {
-      const state = env[source.env] === undefined ? 'is not set' : 'is empty';
-      problems.push({
+  return credentials.flatMap(({ name, source }) => {
+    if (!('env' in source) || (env[source.env]?.trim() ?? '') !== '') return [];
+    const state = env[source.env] === undefined ? 'is not set' : 'is empty';
+    return [
+      {
         path: formatPath(['upstream', 'credentials', name, 'env']),
         message: `environment variable ${source.env} ${state}`,
-      });
-    } else tokens.set(name, token);
+      },
+    ];
+  });
+}
+
+/**
+ * Keeps the token of every `{ env }` credential that `env` holds, for createCredentialStore (the loader
+ * calls it once the configuration is valid).
+ */
+export function captureEnvCredentials(credentials: CredentialsConfig, env: NodeJS.ProcessEnv): void {
+  const tokens = new Map<string, string>();
+  for (const [name, source] of Object.entries(credentials)) {
+    const token = 'env' in source ? (env[source.env]?.trim() ?? '') : '';
+    if (token !== '') tokens.set(name, token);
   }
   envTokensOfConfig.set(credentials, tokens);
-  return problems;
 }
 
 async function readToken(path: string): Promise<{ token: string } | { reason: string }> {
@@ -62,6 +71,26 @@ async function readToken(path: string): Promise<{ token: string } | { reason: st
   } catch (error) {
     return { reason: `cannot read the file (${(error as NodeJS.ErrnoException).code ?? 'error'})` };
   }
+}
+
+function tokenFileProblem(name: string, path: string, reason: string): ConfigProblem {
+  return { path: formatPath(['upstream', 'credentials', name, 'file']), message: `${path}: ${reason}` };
+}
+
+/** The file credentials among `credentials` whose file, named from `baseDir`, cannot be read or is empty. */
+export async function fileCredentialProblems(
+  credentials: readonly NamedCredential[],
+  baseDir: string,
+): Promise<ConfigProblem[]> {
+  const problems = await Promise.all(
+    credentials.map(async ({ name, source }) => {
+      if (!('file' in source)) return [];
+      const path = resolve(baseDir, source.file);
+      const read = await readToken(path);
+      return 'reason' in read ? [tokenFileProblem(name, path, read.reason)] : [];
+    }),
+  );
+  return problems.flat();
 }
 
 interface FileCredential {
@@ -125,12 +154,8 @@ export async function createCredentialStore(
   const problems: ConfigProblem[] = [];
   for (const { name, path } of fileCredentials) {
     const initial = await readToken(path);
-    if ('reason' in initial) {
-      problems.push({
-        path: formatPath(['upstream', 'credentials', name, 'file']),
-        message: `${path}: ${initial.reason}`,
-      });
-    } else tokens.set(name, initial.token);
+    if ('reason' in initial) problems.push(tokenFileProblem(name, path, initial.reason));
+    else tokens.set(name, initial.token);
   }
   if (problems.length > 0) throw new ConfigError(problems);
   const stopWatching = fileCredentials.map((credential) => followTokenFile(credential, tokens, options));

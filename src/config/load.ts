@@ -1,30 +1,44 @@
 // Loads the configuration: YAML → `${NAME}` interpolation → REDIS_URL override → schema and defaults →
-// cross-references. Every problem found is reported at once in a ConfigError; the result is frozen.
+// cross-references → the credentials' values. Every problem found is reported at once in a ConfigError:
+// when parts of the file have shape problems, the later checks still run on the parts that passed the
+// schema. Only a file that cannot be read, an empty one, or YAML that does not parse stops the pass
+// early: there is nothing else to check. The result is frozen.
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
-import { captureEnvCredentials } from './credentials.ts';
+import { captureEnvCredentials, envCredentialProblems, fileCredentialProblems } from './credentials.ts';
 import { toIsoDateTime } from './date-time.ts';
 import { interpolateEnv } from './interpolate.ts';
-import { ConfigError, type ConfigProblem } from './problems.ts';
+import { ConfigError, formatPath, type ConfigProblem } from './problems.ts';
 import type { GatewayConfig } from './schema.ts';
 import { checkConfigSemantics } from './semantic-checks.ts';
 import { validateConfigShape } from './validate-shape.ts';
+import { isMapping, wellFormedParts } from './well-formed-parts.ts';
 import { parseYamlText } from './yaml-document.ts';
 
 export { ConfigError, type ConfigProblem } from './problems.ts';
+
+/**
+ * Which of the credentials' values are checked. `all`: every env variable is set and every file readable
+ * and not empty (start-up, check-config). `env`: the variables only, as a reload does (credentials change
+ * only on restart, and the credential store follows the files itself). `none`: neither
+ * (check-config --skip-credentials, for a pipeline that renders the file without its secrets).
+ */
+export type CredentialChecks = 'all' | 'env' | 'none';
 
 export interface ParseConfigOptions {
   env: NodeJS.ProcessEnv;
   /** The configuration file's folder; relative credential file paths are resolved from it. */
   baseDir: string;
+  /** `env` when left out. */
+  credentialChecks?: CredentialChecks;
 }
 
-type Mapping = Record<string, unknown>;
+const EMPTY_DOCUMENT_PROBLEM: ConfigProblem = {
+  path: formatPath([]),
+  message: 'the configuration is empty',
+};
 
-const isMapping = (value: unknown): value is Mapping =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
-
-function childMapping(parent: Mapping, key: string): Mapping | undefined {
+function childMapping(parent: Record<string, unknown>, key: string): Record<string, unknown> | undefined {
   parent[key] ??= {};
   const child = parent[key];
   return isMapping(child) ? child : undefined;
@@ -62,31 +76,37 @@ function resolveCredentialFiles(config: GatewayConfig, baseDir: string): void {
   }
 }
 
-function parseConfig(text: string, options: ParseConfigOptions): GatewayConfig {
+/** Like loadConfig, for a configuration that is not in a file (tests, tools). */
+export async function parseConfigText(text: string, options: ParseConfigOptions): Promise<GatewayConfig> {
+  const credentialChecks = options.credentialChecks ?? 'env';
+  // An empty file is more likely a truncated or unrendered one than a wish for defaults.
+  const parsed = parseYamlText(text);
+  if (parsed === null) throw new ConfigError([EMPTY_DOCUMENT_PROBLEM]);
+
   const problems: ConfigProblem[] = [];
-  // An empty file is a configuration of defaults only.
-  const document = interpolateEnv(parseYamlText(text) ?? {}, options.env, problems);
+  const document = interpolateEnv(parsed, options.env, problems);
   applyRedisUrlOverride(document, options.env);
-  problems.push(...validateConfigShape(document));
+  const shape = validateConfigShape(document);
+  problems.push(...shape.problems);
+  const parts = wellFormedParts(document, shape);
+  problems.push(...checkConfigSemantics(parts));
+  if (credentialChecks !== 'none') problems.push(...envCredentialProblems(parts.credentials, options.env));
+  if (credentialChecks === 'all')
+    problems.push(...(await fileCredentialProblems(parts.credentials, options.baseDir)));
   if (problems.length > 0) throw new ConfigError(problems);
 
   const config = document as GatewayConfig;
-  problems.push(
-    ...checkConfigSemantics(config),
-    ...captureEnvCredentials(config.upstream.credentials, options.env),
-  );
-  if (problems.length > 0) throw new ConfigError(problems);
+  captureEnvCredentials(config.upstream.credentials, options.env);
   normaliseExpiryDates(config);
   resolveCredentialFiles(config, options.baseDir);
   return deepFreeze(config);
 }
 
-/** Like loadConfig, for a configuration that is not in a file (tests, tools). */
-export function parseConfigText(text: string, options: ParseConfigOptions): Promise<GatewayConfig> {
-  return Promise.try(() => parseConfig(text, options));
-}
-
-export async function loadConfig(path: string, env: NodeJS.ProcessEnv): Promise<GatewayConfig> {
+export async function loadConfig(
+  path: string,
+  env: NodeJS.ProcessEnv,
+  credentialChecks?: CredentialChecks,
+): Promise<GatewayConfig> {
   let text: string;
   try {
     text = await readFile(path, 'utf8');
@@ -94,5 +114,5 @@ export async function loadConfig(path: string, env: NodeJS.ProcessEnv): Promise<
     const reason = (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : String(error);
     throw new ConfigError([{ path, message: `cannot read the configuration file: ${reason}` }]);
   }
-  return parseConfigText(text, { env, baseDir: dirname(resolve(path)) });
+  return parseConfigText(text, { env, baseDir: dirname(resolve(path)), credentialChecks });
 }

@@ -1,12 +1,15 @@
-// The rules a JSON Schema cannot express: references between tenants, keys and credentials.
+// The rules a JSON Schema cannot express: references between tenants, keys and credentials. They read
+// only the parts of the file that passed the schema (src/config/well-formed-parts.ts).
 import { modelGlobProblem } from './model-globs.ts';
 import { formatPath, type ConfigProblem } from './problems.ts';
-import type { GatewayConfig } from './schema.ts';
+import type { WellFormedParts } from './well-formed-parts.ts';
 import { MAX_LIMIT_TIMES_WINDOW_SECONDS } from '../ratelimit/gcra.ts';
 
-function checkUniqueTenantIds(config: GatewayConfig, problems: ConfigProblem[]): void {
+type Tenants = WellFormedParts['tenants'];
+
+function checkUniqueTenantIds(tenants: Tenants, problems: ConfigProblem[]): void {
   const firstIndex = new Map<string, number>();
-  config.tenants.forEach((tenant, index) => {
+  for (const { index, tenant } of tenants) {
     const earlier = firstIndex.get(tenant.id);
     if (earlier === undefined) firstIndex.set(tenant.id, index);
     else {
@@ -15,24 +18,24 @@ function checkUniqueTenantIds(config: GatewayConfig, problems: ConfigProblem[]):
         message: `tenant id "${tenant.id}" is already used by ${formatPath(['tenants', earlier])}`,
       });
     }
-  });
+  }
 }
 
 // A hash listed twice would make one key authenticate as two tenants, or hide a label and an expiry.
-function checkUniqueKeyHashes(config: GatewayConfig, problems: ConfigProblem[]): void {
+function checkUniqueKeyHashes(tenants: Tenants, problems: ConfigProblem[]): void {
   const firstPath = new Map<string, string>();
-  config.tenants.forEach((tenant, tenantIndex) => {
+  for (const { index: tenantIndex, tenant } of tenants) {
     tenant.keys.forEach((key, keyIndex) => {
       const path = formatPath(['tenants', tenantIndex, 'keys', keyIndex, 'sha256']);
       const earlier = firstPath.get(key.sha256);
       if (earlier === undefined) firstPath.set(key.sha256, path);
       else problems.push({ path, message: `the same key hash is already listed at ${earlier}` });
     });
-  });
+  }
 }
 
-function checkLimitIds(config: GatewayConfig, problems: ConfigProblem[]): void {
-  config.tenants.forEach((tenant, tenantIndex) => {
+function checkLimitIds(tenants: Tenants, problems: ConfigProblem[]): void {
+  for (const { index: tenantIndex, tenant } of tenants) {
     const seen = new Set<string>();
     tenant.limits.forEach((limit, limitIndex) => {
       if (seen.has(limit.id)) {
@@ -49,14 +52,18 @@ function checkLimitIds(config: GatewayConfig, problems: ConfigProblem[]): void {
         });
       }
     });
-  });
+  }
 }
 
-function checkCredentials(config: GatewayConfig, problems: ConfigProblem[]): void {
-  const configured = Object.keys(config.upstream.credentials);
-  const tenantsByCredential = Map.groupBy(config.tenants, (tenant) => tenant.credential);
-  config.tenants.forEach((tenant, index) => {
-    if (!configured.includes(tenant.credential)) {
+function checkCredentials(
+  tenants: Tenants,
+  configured: string[] | undefined,
+  problems: ConfigProblem[],
+): void {
+  const tenantsByCredential = Map.groupBy(tenants, ({ tenant }) => tenant.credential);
+  for (const { index, tenant } of tenants) {
+    // When upstream.credentials is not even a mapping, its shape problem says all there is to say.
+    if (configured !== undefined && !configured.includes(tenant.credential)) {
       const known = configured.length === 0 ? 'none is configured' : `configured: ${configured.join(', ')}`;
       problems.push({
         path: formatPath(['tenants', index, 'credential']),
@@ -64,18 +71,20 @@ function checkCredentials(config: GatewayConfig, problems: ConfigProblem[]): voi
       });
     }
     // A passthrough tenant sees the upstream account's usage and keys: only its own account is safe to show.
-    const sharers = (tenantsByCredential.get(tenant.credential) ?? []).filter((other) => other !== tenant);
+    const sharers = (tenantsByCredential.get(tenant.credential) ?? []).filter(
+      (other) => other.index !== index,
+    );
     if (tenant.account === 'passthrough' && sharers.length > 0) {
       problems.push({
         path: formatPath(['tenants', index, 'account']),
-        message: `passthrough needs a credential of its own, but credential "${tenant.credential}" is also used by ${sharers.map((other) => `"${other.id}"`).join(', ')}`,
+        message: `passthrough needs a credential of its own, but credential "${tenant.credential}" is also used by ${sharers.map((other) => `"${other.tenant.id}"`).join(', ')}`,
       });
     }
-  });
+  }
 }
 
-function checkModelGlobs(config: GatewayConfig, problems: ConfigProblem[]): void {
-  config.tenants.forEach((tenant, tenantIndex) => {
+function checkModelGlobs(tenants: Tenants, problems: ConfigProblem[]): void {
+  for (const { index: tenantIndex, tenant } of tenants) {
     const models = tenant.policy.models;
     for (const list of ['allow', 'deny'] as const) {
       models?.[list]?.forEach((glob, globIndex) => {
@@ -88,15 +97,15 @@ function checkModelGlobs(config: GatewayConfig, problems: ConfigProblem[]): void
         }
       });
     }
-  });
+  }
 }
 
-export function checkConfigSemantics(config: GatewayConfig): ConfigProblem[] {
+export function checkConfigSemantics(parts: WellFormedParts): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
-  checkUniqueTenantIds(config, problems);
-  checkUniqueKeyHashes(config, problems);
-  checkLimitIds(config, problems);
-  checkCredentials(config, problems);
-  checkModelGlobs(config, problems);
+  checkUniqueTenantIds(parts.tenants, problems);
+  checkUniqueKeyHashes(parts.tenants, problems);
+  checkLimitIds(parts.tenants, problems);
+  checkCredentials(parts.tenants, parts.credentialNames, problems);
+  checkModelGlobs(parts.tenants, problems);
   return problems;
 }

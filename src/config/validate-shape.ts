@@ -88,15 +88,41 @@ function plainWords(error: ErrorObject): ConfigProblem {
   }
 }
 
+export interface ShapeCheck {
+  problems: ConfigProblem[];
+  /** Whether the value at `segments`, and everything in it, passed the schema. */
+  isWellFormed(segments: readonly PathSegment[]): boolean;
+}
+
+function pointerOf(segments: readonly PathSegment[]): string {
+  return segments
+    .map((segment) => `/${String(segment).replaceAll('~', '~0').replaceAll('/', '~1')}`)
+    .join('');
+}
+
 /** Validates `document` in place (defaults are filled in) and returns every problem found. */
-export function validateConfigShape(document: unknown): ConfigProblem[] {
-  if (validateConfigSchema(document)) return [];
+export function validateConfigShape(document: unknown): ShapeCheck {
+  if (validateConfigSchema(document)) return { problems: [], isWellFormed: () => true };
   const errors = validateConfigSchema.errors ?? [];
   // A failed union reports itself once; the reasons each branch failed would only confuse.
   const unionPaths = errors
     .filter((error) => error.keyword === 'anyOf')
     .map((error) => `${error.schemaPath}/`);
-  return errors
+  const problems = errors
     .filter((error) => !unionPaths.some((unionPath) => error.schemaPath.startsWith(unionPath)))
     .map(plainWords);
+  // An unknown or misnamed key is the problem of that key's value alone; a missing member stays the
+  // problem of its parent, which is not well-formed without it.
+  const errorPointers = errors.map((error) => {
+    if (error.keyword !== 'additionalProperties') return error.instancePath;
+    const key = String((error.params as { additionalProperty: unknown }).additionalProperty);
+    return `${error.instancePath}${pointerOf([key])}`;
+  });
+  return {
+    problems,
+    isWellFormed(segments) {
+      const pointer = pointerOf(segments);
+      return !errorPointers.some((at) => at === pointer || at.startsWith(`${pointer}/`));
+    },
+  };
 }

@@ -62,8 +62,83 @@ describe('gengate check-config', () => {
         'server: unknown key "colour"',
         'server.port: must be at least 0',
         'logging.level: must be one of fatal, error, warn, info, debug, trace, silent',
+        'tenants[0].credential: unknown credential "none" (upstream.credentials: none is configured)',
         '',
       ].join('\n'),
+    });
+  });
+
+  // Variables no test environment sets.
+  const UNSET_PREFIX = 'GENGATE_TEST_UNSET_PREFIX';
+  const UNSET_TOKEN = 'GENGATE_TEST_UNSET_TOKEN';
+  const credentialsOfPipeline = [
+    'upstream:',
+    '  credentials:',
+    `    research: { env: ${UNSET_TOKEN} }`,
+    '    shared: { file: secrets/shared.token }',
+  ];
+
+  it('lists shape, reference, variable and credential problems together in one run', async () => {
+    const path = join(folder, 'four-kinds.yaml');
+    await writeFile(
+      path,
+      [
+        'server: { port: eighty }',
+        `store: { kind: memory, redis: { keyPrefix: "\${${UNSET_PREFIX}}" } }`,
+        ...credentialsOfPipeline,
+        'tenants:',
+        '  - { id: team-a, credential: shared, keys: [] }',
+        '  - { id: team-b, credential: archive, keys: [] }',
+        '',
+      ].join('\n'),
+    );
+    expect(await runGengate(['check-config', '--config', path])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: [
+        `${path}: invalid configuration`,
+        `store.redis.keyPrefix: environment variable ${UNSET_PREFIX} is not set`,
+        'server.port: must be an integer',
+        'tenants[1].credential: unknown credential "archive" (upstream.credentials: configured: research, shared)',
+        `upstream.credentials.research.env: environment variable ${UNSET_TOKEN} is not set`,
+        `upstream.credentials.shared.file: ${join(folder, 'secrets/shared.token')}: cannot read the file (ENOENT)`,
+        '',
+      ].join('\n'),
+    });
+  });
+
+  it('--skip-credentials passes a file whose only problems are its absent credentials', async () => {
+    const path = join(folder, 'rendered.yaml');
+    await writeFile(
+      path,
+      [...credentialsOfPipeline, 'tenants:', '  - { id: team-a, credential: shared, keys: [] }', ''].join(
+        '\n',
+      ),
+    );
+    expect(await runGengate(['check-config', '--config', path, '--skip-credentials'])).toEqual({
+      code: 0,
+      stdout: 'config OK: 1 tenant\n',
+      stderr: '',
+    });
+    expect(await runGengate(['check-config', '--config', path])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: [
+        `${path}: invalid configuration`,
+        `upstream.credentials.research.env: environment variable ${UNSET_TOKEN} is not set`,
+        `upstream.credentials.shared.file: ${join(folder, 'secrets/shared.token')}: cannot read the file (ENOENT)`,
+        '',
+      ].join('\n'),
+    });
+  });
+
+  it('refuses an empty document with exit code 2', async () => {
+    const path = join(folder, 'empty.yaml');
+    await writeFile(path, '# rendered from an empty values file\n');
+    expect(await runGengate(['check-config', '--config', path])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: `${path}: invalid configuration\n(root): the configuration is empty\n`,
     });
   });
 
@@ -87,7 +162,7 @@ describe('gengate check-config', () => {
     expect(await runGengate(['check-config'])).toEqual({
       code: 2,
       stdout: '',
-      stderr: 'missing --config\nusage: npm run gengate -- check-config --config FILE\n',
+      stderr: 'missing --config\nusage: npm run gengate -- check-config --config FILE [--skip-credentials]\n',
     });
   });
 });

@@ -153,8 +153,14 @@ tenants:
     });
   });
 
-  it('treats an empty file as defaults only', async () => {
-    const config = await parse('', {});
+  it('refuses an empty document (contract section 2): empty, blank, comments only, or null', async () => {
+    for (const text of ['', '  \n\n', '# everything is commented out\n# tenants: []\n', '~\n']) {
+      expect(await problemsOf(text, {})).toEqual([{ path: '(root)', message: 'the configuration is empty' }]);
+    }
+  });
+
+  it('accepts a document that leaves every section to its defaults', async () => {
+    const config = await parse('tenants: []\n', {});
     expect(config.tenants).toEqual([]);
     expect(config.upstream.credentials).toEqual({});
   });
@@ -257,9 +263,9 @@ tenants:
       REDIS_URL: 'rediss://env:6380/1',
     });
     expect(config.store.redis.url).toBe('rediss://env:6380/1');
-    const withoutStore = await parse('', { REDIS_URL: 'redis://env:6379/2' });
+    const withoutStore = await parse('tenants: []\n', { REDIS_URL: 'redis://env:6379/2' });
     expect(withoutStore.store.redis.url).toBe('redis://env:6379/2');
-    expect(await problemsOf('', { REDIS_URL: 'http://env' })).toEqual([
+    expect(await problemsOf('tenants: []\n', { REDIS_URL: 'http://env' })).toEqual([
       { path: 'store.redis.url', message: 'must be a redis:// or rediss:// URL' },
     ]);
   });
@@ -313,6 +319,49 @@ tenants:
         path: 'tenants[1].policy.models.deny[1]',
         message: 'must be a model id <vendor>@<model_name> or contain the wildcard *',
       },
+    ]);
+  });
+
+  it('checks the references of the well-formed tenants while others are ill-typed, without tripping over them', async () => {
+    expect(
+      await problemsOf(`${CREDENTIALS}
+tenants:
+  - { id: 5, credential: [shared], keys: "none", limits: 3, policy: { models: { allow: 7 } } }
+  - not a tenant
+  - { id: team-a, credential: archive, keys: [] }
+  - { id: team-a, credential: shared, keys: [], colour: blue }
+`),
+    ).toEqual([
+      { path: 'tenants[0].id', message: 'must be a string' },
+      { path: 'tenants[0].credential', message: 'must be a string' },
+      { path: 'tenants[0].keys', message: 'must be a list' },
+      { path: 'tenants[0].policy.models.allow', message: 'must be a list' },
+      { path: 'tenants[0].limits', message: 'must be a list' },
+      { path: 'tenants[1]', message: 'must be a mapping' },
+      { path: 'tenants[3]', message: 'unknown key "colour"' },
+      {
+        path: 'tenants[2].credential',
+        message: 'unknown credential "archive" (upstream.credentials: configured: shared, research)',
+      },
+    ]);
+  });
+
+  it('checks the credentials of a section whose other entries are malformed, and only those', async () => {
+    expect(
+      await problemsOf(
+        'upstream:\n  credentials:\n    shared: { env: MAXAI_TOKEN }\n    "a b": { env: X }\n    broken: { env: 7 }\n',
+        {},
+      ),
+    ).toEqual([
+      {
+        path: 'upstream.credentials',
+        message: 'invalid name "a b": names are 1 to 63 letters, digits, "-" or "_"',
+      },
+      {
+        path: 'upstream.credentials.broken',
+        message: 'must be exactly one of { env: VARIABLE_NAME } or { file: PATH }',
+      },
+      { path: 'upstream.credentials.shared.env', message: 'environment variable MAXAI_TOKEN is not set' },
     ]);
   });
 

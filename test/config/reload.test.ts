@@ -119,6 +119,21 @@ describe('watchConfig', () => {
     expect(await reloadCounts()).toEqual({ error: 1 });
   });
 
+  it('refuses an emptied file (contract section 2): counted as a failed reload, the configuration kept', async () => {
+    const reloader = startWatching(NO_FILE_RELOADS);
+    await writeFile(path, '');
+    expect(await reloader.reload()).toBe('error');
+    expect(applied).toEqual([]);
+    expect(logs).toEqual([
+      {
+        level: 'error',
+        fields: { path, problems: [{ path: '(root)', message: 'the configuration is empty' }] },
+        message: 'configuration reload refused; keeping the current configuration',
+      },
+    ]);
+    expect(await reloadCounts()).toEqual({ error: 1 });
+  });
+
   it('treats an onReload that throws as a refused reload', async () => {
     const failure = new Error('cannot apply');
     const reloader = startWatching({

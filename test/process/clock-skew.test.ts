@@ -1,6 +1,6 @@
 // Contract section 8: rate-limit headers come from the store's clock, never a replica's. Two gateway
-// processes share one Redis; one runs with its clock an hour behind (faketime, a Debian package that
-// CI installs), and both must describe the same limit the same way.
+// processes share one Redis; one runs with its clock an hour behind (test/support/shifted-clock.ts),
+// and both must describe the same limit the same way.
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { generateTenantKey } from '../../src/auth/keys.ts';
 import { startSimulator } from '../../src/simulator/server.ts';
@@ -10,6 +10,7 @@ import {
   writeTempConfig,
   type GatewayProcess,
 } from '../support/gateway-process.ts';
+import { shiftedClock } from '../support/shifted-clock.ts';
 import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
 
 const TOKEN = 'upstream_token_for_clock_test';
@@ -38,7 +39,8 @@ beforeAll(async () => {
   );
   const env = { SHARED_TOKEN: TOKEN };
   replicas.push(await startGatewayProcess(configPath, env));
-  replicas.push(await startGatewayProcess(configPath, env, ['faketime', '-f', '-1h']));
+  const hourBehind = shiftedClock(-HOUR_SECONDS * 1000);
+  replicas.push(await startGatewayProcess(configPath, { ...env, ...hourBehind.env }, hourBehind.nodeArgs));
 });
 
 afterAll(async () => {

@@ -1,6 +1,6 @@
-// A rate limiter in a process of its own, so a test can run it under `faketime` with its clock off by an
-// hour. Usage: node limiter-child.ts <redis url> <tenant> <limits JSON>; prints one JSON line with the
-// process clock and the headers of one check.
+// A rate limiter in a process of its own, so a test can run it with its clock off by an hour
+// (test/support/shifted-clock.ts). Usage: node limiter-child.ts <redis url> <tenant> <limits JSON>;
+// prints one JSON line with the process clock and the headers of one check.
 import { rateLimitHeaders } from '../../src/ratelimit/headers.ts';
 import type { LimitRequest } from '../../src/ratelimit/types.ts';
 import { startTestLimiter } from './limiter-support.ts';

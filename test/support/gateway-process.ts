@@ -8,7 +8,6 @@ import { createInterface } from 'node:readline';
 
 export interface GatewayProcess {
   child: ChildProcessWithoutNullStreams;
-  /** Signals the gateway, also through a wrapper such as faketime, which forks rather than execs. */
   signal(name: NodeJS.Signals): void;
   gatewayUrl: string;
   adminUrl: string;
@@ -32,14 +31,11 @@ const READY_TIMEOUT_MS = 20_000;
 export async function startGatewayProcess(
   configPath: string,
   env: Record<string, string> = {},
-  /** A command the gateway runs under, e.g. `['faketime', '-f', '-1h']`. */
-  wrapper: string[] = [],
+  /** Options for node before the script, e.g. shiftedClock()'s preload. */
+  nodeArgs: string[] = [],
 ): Promise<GatewayProcess> {
   // process.execPath is the Node 24 that runs this test, not the system's.
-  const command = [...wrapper, process.execPath, 'src/main.ts', '--config', configPath];
-  // Its own process group, so a signal reaches the gateway under any wrapper.
-  const child = spawn(command[0]!, command.slice(1), {
-    detached: true,
+  const child = spawn(process.execPath, [...nodeArgs, 'src/main.ts', '--config', configPath], {
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
@@ -59,11 +55,8 @@ export async function startGatewayProcess(
     });
     // A gateway that never gets ready is stopped here: the test that started it has no handle on it.
     notReady = setTimeout(() => {
-      try {
-        if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        // It exited meanwhile: the exit rejects the wait as well.
-      }
+      // Should it have exited meanwhile, this does nothing and the exit rejects the wait as well.
+      child.kill('SIGKILL');
       reject(new Error(`gengate was not ready within ${READY_TIMEOUT_MS} ms: ${stderr.join('')}`));
     }, READY_TIMEOUT_MS);
   });
@@ -73,7 +66,7 @@ export async function startGatewayProcess(
   return {
     child,
     signal(name) {
-      if (child.pid !== undefined) process.kill(-child.pid, name);
+      child.kill(name);
     },
     gatewayUrl: urlOf(readyLine.gateway as ListenAddress),
     adminUrl: urlOf(readyLine.admin as ListenAddress),
