@@ -47,7 +47,8 @@ export function chartConfigSchema(): SchemaNode {
     const properties = node.properties;
     if (Array.isArray(node.required) && isSchemaNode(properties)) {
       const required = node.required.filter(
-        (name) => typeof name === 'string' && !(isSchemaNode(properties[name]) && 'default' in properties[name]),
+        (name) =>
+          typeof name === 'string' && !(isSchemaNode(properties[name]) && 'default' in properties[name]),
       );
       if (required.length > 0) adapted.required = required;
       else delete adapted.required;
