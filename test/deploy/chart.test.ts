@@ -272,6 +272,30 @@ describe('what a release gets', () => {
   });
 });
 
+describe('the release notes', () => {
+  it('tell how to reach the gateway and read its metrics', () => {
+    // --dry-run=client renders NOTES.txt without a cluster; the missing kubeconfig proves none is used.
+    const result = helm([
+      'install',
+      'prod',
+      CHART_DIRECTORY,
+      '--namespace',
+      'gateways',
+      '--dry-run=client',
+      '--kubeconfig',
+      path.join(scratch, 'no-such-kubeconfig'),
+      ...valuesFile('existing-secrets-values.yaml'),
+    ]);
+    expect(result.status, result.stderr).toBe(0);
+    const notes = result.stdout.slice(result.stdout.indexOf('NOTES:'));
+    expect(notes).toContain('  http://prod-gengate.gateways.svc:8080\n');
+    expect(notes).toContain('  kubectl --namespace gateways port-forward service/prod-gengate 8080:8080\n');
+    expect(notes).toContain('  kubectl --namespace gateways port-forward service/prod-gengate 9090:9090\n');
+    expect(notes).toContain('  curl http://127.0.0.1:9090/metrics');
+    expect(notes).toContain('No ServiceMonitor was made: scrape port "metrics" (path /metrics)');
+  });
+});
+
 describe('the rendered configuration is one gengate accepts', () => {
   it.each(CI_VALUE_SETS)('ci/%s: gengate check-config --skip-credentials', (name) => {
     const configFile = path.join(scratch, `${name}.gengate.yaml`);
