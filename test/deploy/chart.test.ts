@@ -254,6 +254,29 @@ describe('what a release gets', () => {
     expect(gengateConfig(explicit).store.replicas).toBe(4);
   });
 
+  it('keeps tokens and the Redis URL given as values in Secrets of its own, never in the ConfigMap', () => {
+    const manifests = rendered[FULL_VALUES]!;
+    const secrets = manifests.filter((manifest) => manifest.kind === 'Secret');
+    expect(secrets.map((secret) => [secret.metadata.name, secret.data])).toEqual([
+      [
+        'prod-gengate-redis',
+        { 'redis-url': Buffer.from('rediss://:password@redis.example.internal:6380/0').toString('base64') },
+      ],
+      ['prod-gengate-upstream', { shared: Buffer.from('upstream-token-for-ci').toString('base64') }],
+    ]);
+    expect(gengateContainer(manifests).env?.[0]).toEqual({
+      name: 'REDIS_URL',
+      valueFrom: { secretKeyRef: { name: 'prod-gengate-redis', key: 'redis-url' } },
+    });
+    expect(podTemplate(manifests).spec.volumes).toContainEqual({
+      name: 'upstream-credentials',
+      secret: { secretName: 'prod-gengate-upstream' },
+    });
+    const configMap = JSON.stringify(manifestOf(manifests, 'ConfigMap'));
+    expect(configMap).not.toContain('upstream-token-for-ci');
+    expect(configMap).not.toContain('password');
+  });
+
   it('mounts the upstream tokens as files and passes the Redis URL from the existing Secrets', () => {
     const manifests = rendered['existing-secrets-values.yaml']!;
     const container = gengateContainer(manifests);
