@@ -128,7 +128,7 @@ replicas on a memory store, or a Redis store with no address.
 {{- end }}
 {{- end }}
 {{- if not (hasKey $store "replicas") }}
-{{- $_ := set $store "replicas" $maxReplicas }}
+{{- $_ := set $store "replicas" (max $maxReplicas 1) }}
 {{- end }}
 {{- $_ := set $config "store" $store }}
 {{- toYaml $config }}
