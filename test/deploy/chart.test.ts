@@ -126,6 +126,7 @@ describe('the rendered manifests match the Kubernetes API', () => {
         'Secret',
         'Secret',
         'Service',
+        'Service',
         'ServiceAccount',
         'ServiceMonitor',
       ].sort(),
@@ -135,6 +136,7 @@ describe('the rendered manifests match the Kubernetes API', () => {
       'Deployment',
       'HorizontalPodAutoscaler',
       'PodDisruptionBudget',
+      'Service',
       'Service',
       'ServiceAccount',
     ]);
@@ -211,6 +213,34 @@ describe('what a release gets', () => {
     expect(result.stderr).toContain(
       'drain.terminationGracePeriodSeconds must exceed drain.preStopSleepSeconds + 25',
     );
+  });
+
+  it('keeps the admin port inside the cluster, whatever the type of the gateway Service', () => {
+    const manifests = render([...valuesFile(FULL_VALUES), '--set', 'service.type=LoadBalancer']);
+    const services = manifests
+      .filter((manifest) => manifest.kind === 'Service')
+      .map((service) => {
+        const spec = service.spec as { type: string; ports: { name: string }[] };
+        return {
+          name: service.metadata.name,
+          component: service.metadata.labels?.['app.kubernetes.io/component'],
+          type: spec.type,
+          ports: spec.ports.map((port) => port.name),
+        };
+      });
+    expect(services).toEqual([
+      { name: 'prod-gengate-metrics', component: 'metrics', type: 'ClusterIP', ports: ['metrics'] },
+      { name: 'prod-gengate', component: undefined, type: 'LoadBalancer', ports: ['http'] },
+    ]);
+    const monitor = manifestOf(manifests, 'ServiceMonitor') as unknown as {
+      spec: { selector: { matchLabels: Record<string, string> }; endpoints: { port: string }[] };
+    };
+    expect(monitor.spec.selector.matchLabels).toEqual({
+      'app.kubernetes.io/name': 'gengate',
+      'app.kubernetes.io/instance': 'prod',
+      'app.kubernetes.io/component': 'metrics',
+    });
+    expect(monitor.spec.endpoints.map((endpoint) => endpoint.port)).toEqual(['metrics']);
   });
 
   it('drains: a preStop sleep, then SIGTERM, within the grace period', () => {
@@ -323,7 +353,9 @@ describe('the release notes', () => {
     const notes = result.stdout.slice(result.stdout.indexOf('NOTES:'));
     expect(notes).toContain('  http://prod-gengate.gateways.svc:8080\n');
     expect(notes).toContain('  kubectl --namespace gateways port-forward service/prod-gengate 8080:8080\n');
-    expect(notes).toContain('  kubectl --namespace gateways port-forward service/prod-gengate 9090:9090\n');
+    expect(notes).toContain(
+      '  kubectl --namespace gateways port-forward service/prod-gengate-metrics 9090:9090\n',
+    );
     expect(notes).toContain('  curl http://127.0.0.1:9090/metrics');
     expect(notes).toContain('No ServiceMonitor was made: scrape port "metrics" (path /metrics)');
   });
