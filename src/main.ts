@@ -78,8 +78,8 @@ const configWatcher = watchConfig({
   load: () => loadConfig(configPath, startupEnv),
   onReload: (next) => {
     assertTenantsReloadable(next, credentials);
-    startTenantCountersAtZero(next.tenants, { metrics, store });
     tenants = createTenantDirectory(next.tenants);
+    startTenantCountersAtZero(next.tenants, { metrics, store });
     const restartOnly = sectionsNeedingRestart(config, next);
     if (restartOnly.length > 0)
       logger.warn({ sections: restartOnly }, 'changes outside tenants apply on restart');

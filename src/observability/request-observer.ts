@@ -96,7 +96,7 @@ export function installRequestObserver(
         generationId: generationIdOf(request, gatewayRoute),
         tenant: request.caller?.tenant.id,
         route,
-        method,
+        method: request.method,
         status,
         durationMs: round(totalMs),
         upstreamMs: request.upstreamMs === undefined ? undefined : round(request.upstreamMs),
