@@ -14,8 +14,8 @@ import { CellCounter, CellHistogram } from './cell-metrics.ts';
 const LATENCY_BUCKETS_SECONDS = [
   0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120,
 ];
-// The gateway's own work is tens to hundreds of microseconds per request (docs/performance.md): the
-// buckets start at 50 µs so a regression of a fraction of a millisecond shows.
+// The gateway's own work is a few hundred microseconds of CPU per request (docs/performance.md): the
+// buckets start at 50 µs so that a regression of a fraction of a millisecond shows.
 const OVERHEAD_BUCKETS_SECONDS = [
   0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
 ];
