@@ -6,6 +6,7 @@ import type { IncomingMessage } from 'node:http';
 import { installAuthFailureGuard } from './auth/failure-guard.ts';
 import type { TenantDirectory } from './auth/tenant-directory.ts';
 import type { GatewayConfig } from './config/schema.ts';
+import { createClientErrorHandler } from './errors/client-error.ts';
 import { answerFrameworkError, installErrorHandling } from './errors/error-handler.ts';
 import { installDraining } from './gateway/draining.ts';
 import { installRequestContext } from './gateway/request-context.ts';
@@ -47,9 +48,11 @@ function requestIdFor(request: IncomingMessage): string {
 export function buildApp(config: GatewayConfig, deps: AppDependencies): FastifyInstance {
   const app = Fastify({
     loggerInstance: deps.logger,
-    // The request observer writes the one log line per request, from an allowlist of fields.
-    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'requestId' }),
+    // The request observer writes the one log line per request, from an allowlist of fields; `reqId`
+    // (the X-Request-Id) is on every line of a request, apart from the generation id (`generationId`).
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'reqId' }),
     frameworkErrors: answerFrameworkError,
+    clientErrorHandler: createClientErrorHandler(deps.logger),
     genReqId: requestIdFor,
     requestIdHeader: false,
     bodyLimit: config.server.bodyLimitBytes,
@@ -68,7 +71,7 @@ export function buildApp(config: GatewayConfig, deps: AppDependencies): FastifyI
   installErrorHandling(app);
   installRequestContext(app);
   installDraining(app);
-  installRequestObserver(app, deps.metrics);
+  installRequestObserver(app, deps.metrics, { logPrompts: config.logging.prompts });
   installJsonBodyParser(app, config.server.bodyLimitBytes);
   installValidationFailureCounter(app, deps.metrics);
   registerGatewayRoutes(app, {

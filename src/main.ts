@@ -13,6 +13,7 @@ import { createCredentialStore } from './config/credentials.ts';
 import { ConfigError, loadConfig } from './config/load.ts';
 import { assertTenantsReloadable, sectionsNeedingRestart, watchConfig } from './config/reload.ts';
 import { createMetrics } from './observability/metrics.ts';
+import { startTenantCountersAtZero } from './observability/tenant-series.ts';
 import { startSimulator } from './simulator/server.ts';
 import { openStore } from './store/from-config.ts';
 import { createUpstreamClient } from './upstream/client.ts';
@@ -85,7 +86,8 @@ const simulator = config.simulator.enabled
   : undefined;
 
 const metrics = createMetrics();
-const store = await openStore(config.store, { logger, registry: metrics.registry });
+const store = await openStore(config.store, { logger, metrics });
+startTenantCountersAtZero(config.tenants, { metrics, store });
 const readiness = createReadiness(
   config.store.failMode === 'closed' ? { storeAvailable: () => !store.limiter.degraded } : {},
 );
@@ -98,6 +100,7 @@ const configWatcher = watchConfig({
   onReload: (next) => {
     assertTenantsReloadable(next, credentials);
     tenants = createTenantDirectory(next.tenants);
+    startTenantCountersAtZero(next.tenants, { metrics, store });
     const restartOnly = sectionsNeedingRestart(config, next);
     if (restartOnly.length > 0)
       logger.warn({ sections: restartOnly }, 'changes outside tenants apply on restart');

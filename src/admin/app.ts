@@ -1,6 +1,7 @@
 // The admin server (contract section 10): metrics and probes on their own port, never on the
 // gateway's, so scraping and probing do not mix with tenant traffic or its limits.
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { createClientErrorHandler } from '../errors/client-error.ts';
 import { closeSilentConnectionsOnClose } from '../gateway/draining.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
 import type { Readiness } from './readiness.ts';
@@ -15,6 +16,7 @@ export function buildAdminApp(deps: AdminDependencies): FastifyInstance {
   const app = Fastify({
     loggerInstance: deps.logger,
     logController: new LogController({ disableRequestLogging: true }),
+    clientErrorHandler: createClientErrorHandler(deps.logger),
   });
   closeSilentConnectionsOnClose(app);
   app.get('/healthz', async () => ({ status: 'ok' }));

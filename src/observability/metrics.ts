@@ -1,19 +1,65 @@
 // gengate's Prometheus metrics (contract section 10). Every label value comes from configuration or the
 // route table, never from request data, so series stay bounded whatever clients send. The ones updated on
 // every request are cell metrics (./cell-metrics.ts): their updates allocate nothing.
+// Counters whose label values are a fixed set start at 0 here; the per-tenant ones start at 0 when the
+// configuration names the tenant (./tenant-series.ts), so increase() and alerts see their first event.
+import { getHeapStatistics } from 'node:v8';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import packageJson from '../../package.json' with { type: 'json' };
+import { ROUTE_IDS } from '../config/route-ids.ts';
 import { CellCounter, CellHistogram } from './cell-metrics.ts';
 
-// From sub-millisecond gateway work to the long tail of generation calls.
+// Whole requests and upstream calls: from a refusal answered in half a millisecond to a generation call
+// that runs into the upstream timeout (60 s by default) or the server's request timeout (120 s).
 const LATENCY_BUCKETS_SECONDS = [
-  0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
+  0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120,
 ];
-const OVERHEAD_BUCKETS_SECONDS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1];
+// The gateway's own work is a few hundred microseconds of CPU per request (docs/performance.md): the
+// buckets start at 50 µs so that a regression of a fraction of a millisecond shows.
+const OVERHEAD_BUCKETS_SECONDS = [
+  0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+];
+
+/** Why the gateway answered for an upstream that did not: 504 upstream_timeout, 502 upstream_unavailable. */
+export const UPSTREAM_ERROR_REASONS = ['timeout', 'unavailable'] as const;
+export type UpstreamErrorReason = (typeof UPSTREAM_ERROR_REASONS)[number];
+
+export const CONFIG_RELOAD_RESULTS = ['success', 'error'] as const;
 
 export type GatewayMetrics = ReturnType<typeof createMetrics>;
 
 export function createMetrics(registry: Registry = new Registry()) {
   collectDefaultMetrics({ register: registry });
+  const upstreamErrors = new Counter({
+    name: 'gengate_upstream_errors_total',
+    help: 'Requests the upstream did not answer: reason timeout (answered 504) or unavailable (502).',
+    labelNames: ['route', 'reason'] as const,
+    registers: [registry],
+  });
+  for (const route of ROUTE_IDS) {
+    for (const reason of UPSTREAM_ERROR_REASONS) upstreamErrors.inc({ route, reason }, 0);
+  }
+  const configReloads = new Counter({
+    name: 'gengate_config_reloads_total',
+    help: 'Configuration reloads by result: success, or error when the new file was refused.',
+    labelNames: ['result'] as const,
+    registers: [registry],
+  });
+  for (const result of CONFIG_RELOAD_RESULTS) configReloads.inc({ result }, 0);
+  new Gauge({
+    name: 'gengate_heap_size_limit_bytes',
+    help: "V8's heap size limit: the heap used (nodejs_heap_size_used_bytes) fails the process beyond it.",
+    registers: [registry],
+    collect() {
+      this.set(getHeapStatistics().heap_size_limit);
+    },
+  });
+  new Gauge({
+    name: 'gengate_build_info',
+    help: 'Always 1; the labels name the gengate version and the Node.js version running it.',
+    labelNames: ['version', 'node_version'] as const,
+    registers: [registry],
+  }).set({ version: packageJson.version, node_version: process.versions.node }, 1);
   return {
     registry,
     httpRequests: new CellCounter({
@@ -56,16 +102,12 @@ export function createMetrics(registry: Registry = new Registry()) {
     }),
     policyActions: new Counter({
       name: 'gengate_policy_actions_total',
-      help: 'Policy decisions by rule: raised, clamped, set or rejected (enforce mode), shadowed (shadow mode).',
-      labelNames: ['tenant', 'rule', 'action'] as const,
+      help: 'Policy actions by rule: raised, clamped, set or rejected; in shadow mode, what enforce would have done.',
+      labelNames: ['tenant', 'rule', 'action', 'mode'] as const,
       registers: [registry],
     }),
-    configReloads: new Counter({
-      name: 'gengate_config_reloads_total',
-      help: 'Configuration reloads by result: success, or error when the new file was refused.',
-      labelNames: ['result'] as const,
-      registers: [registry],
-    }),
+    configReloads,
+    upstreamErrors,
     usageImages: new CellCounter({
       name: 'gengate_usage_images_total',
       help: 'Images requested by tenants (samples of forwarded image creates, after policy).',
@@ -75,6 +117,18 @@ export function createMetrics(registry: Registry = new Registry()) {
     usageVideoSeconds: new CellCounter({
       name: 'gengate_usage_video_seconds_total',
       help: 'Video seconds requested by tenants (durations of forwarded video creates).',
+      labelNames: ['tenant'] as const,
+      registers: [registry],
+    }),
+    usageEstimatedCost: new CellCounter({
+      name: 'gengate_usage_estimated_cost_usd_total',
+      help: "The gateway's estimate of the cost of forwarded creates (video prices; images estimate 0).",
+      labelNames: ['tenant'] as const,
+      registers: [registry],
+    }),
+    usageReportedCost: new CellCounter({
+      name: 'gengate_usage_reported_cost_usd_total',
+      help: 'The totalCost the upstream reported for finished records, counted once per record polled.',
       labelNames: ['tenant'] as const,
       registers: [registry],
     }),

@@ -1,7 +1,15 @@
 // One observation per request: the metrics and the single JSON log line, both built from an allowlist
-// of fields (no headers, no bodies), so keys, tokens and prompts cannot end up in either.
+// of fields (no headers, no bodies), so keys, tokens and raw request bytes cannot end up in either.
+//
+// The log line's fields (docs/operations.md, "Logs"): `reqId` (the X-Request-Id, bound by Fastify to
+// every line of the request, see src/app.ts), `generationId` (the generation requestId on generation
+// routes, so one grep follows a job from its create through every poll), tenant, route, method, status,
+// durationMs, upstreamMs, the policy's fields, and the prompts only when `logging.prompts` is true.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { GatewayMetrics } from './metrics.ts';
+import { isUuid, type GatewayRoute } from '../routing/route-table.ts';
+import { requestIdParam } from '../gateway/request-context.ts';
+import type { JsonBody } from '../validation/json-body.ts';
+import type { GatewayMetrics, UpstreamErrorReason } from './metrics.ts';
 
 // Requests that matched no allowlisted route share one label value.
 const UNMATCHED_ROUTE = 'unmatched';
@@ -9,8 +17,48 @@ const NO_TENANT = 'none';
 // The method label too must not come from request data: any method outside this set is "other".
 const METHOD_LABELS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS']);
 const OTHER_METHOD = 'other';
+// What the gateway answers when the upstream did not (src/upstream/client.ts).
+const UPSTREAM_ERROR_BY_STATUS = new Map<number, UpstreamErrorReason>([
+  [504, 'timeout'],
+  [502, 'unavailable'],
+]);
 
-export function installRequestObserver(app: FastifyInstance, metrics: GatewayMetrics): void {
+export interface RequestObserverOptions {
+  /** `logging.prompts`: put a create's prompt texts on its log line. */
+  logPrompts: boolean;
+}
+
+/** The parsed body of a create, when it was parsed (a refused content type leaves none). */
+function createBodyOf(request: FastifyRequest, route: GatewayRoute | undefined) {
+  if (route?.method !== 'POST' || request.body === undefined) return undefined;
+  return (request.body as JsonBody).value;
+}
+
+/**
+ * The generation requestId: a get's or delete's path id, a create's body id (the client's, or the one the
+ * gateway assigned). Only a UUID is logged, lower-cased as the upstream receives it: an id that is not one
+ * was refused, and is request data the log must not carry.
+ */
+function generationIdOf(request: FastifyRequest, route: GatewayRoute | undefined): string | undefined {
+  const id = route?.hasRequestId === true ? requestIdParam(request) : createBodyOf(request, route)?.requestId;
+  return typeof id === 'string' && isUuid(id) ? id.toLowerCase() : undefined;
+}
+
+function promptsOf(body: Record<string, unknown> | undefined) {
+  const input = body?.input;
+  if (typeof input !== 'object' || input === null) return undefined;
+  const { positivePrompt, negativePrompt } = input as Record<string, unknown>;
+  return {
+    positivePrompt: typeof positivePrompt === 'string' ? positivePrompt : undefined,
+    negativePrompt: typeof negativePrompt === 'string' ? negativePrompt : undefined,
+  };
+}
+
+export function installRequestObserver(
+  app: FastifyInstance,
+  metrics: GatewayMetrics,
+  options: RequestObserverOptions,
+): void {
   const leaveInflight = () => {
     metrics.inflight.dec();
   };
@@ -29,7 +77,8 @@ export function installRequestObserver(app: FastifyInstance, metrics: GatewayMet
 
   app.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, done) => {
     const totalMs = request.receivedAt === undefined ? 0 : performance.now() - request.receivedAt;
-    const route = request.gatewayRoute?.id ?? UNMATCHED_ROUTE;
+    const gatewayRoute = request.gatewayRoute;
+    const route = gatewayRoute?.id ?? UNMATCHED_ROUTE;
     const tenant = request.caller?.tenant.id ?? NO_TENANT;
     const status = reply.statusCode;
     const method = METHOD_LABELS.has(request.method) ? request.method : OTHER_METHOD;
@@ -38,10 +87,13 @@ export function installRequestObserver(app: FastifyInstance, metrics: GatewayMet
     if (request.upstreamMs !== undefined) {
       const upstreamStatus = request.upstreamStatus === undefined ? 'error' : String(request.upstreamStatus);
       metrics.upstreamDuration.labels(route, upstreamStatus).observe(request.upstreamMs / 1000);
+      const reason = request.upstreamStatus === undefined ? UPSTREAM_ERROR_BY_STATUS.get(status) : undefined;
+      if (reason !== undefined) metrics.upstreamErrors.inc({ route, reason });
     }
     metrics.overhead.labels(route).observe(Math.max(0, totalMs - (request.upstreamMs ?? 0)) / 1000);
     request.log.info(
       {
+        generationId: generationIdOf(request, gatewayRoute),
         tenant: request.caller?.tenant.id,
         route,
         method: request.method,
@@ -49,6 +101,7 @@ export function installRequestObserver(app: FastifyInstance, metrics: GatewayMet
         durationMs: round(totalMs),
         upstreamMs: request.upstreamMs === undefined ? undefined : round(request.upstreamMs),
         ...request.policyLog,
+        ...(options.logPrompts ? promptsOf(createBodyOf(request, gatewayRoute)) : undefined),
       },
       'request',
     );

@@ -39,7 +39,7 @@ export function createPolicyHook(metrics: Pick<GatewayMetrics, 'policyActions'>)
       throw new Error('policy applied outside a create route');
     const body = parsedJsonBody(request);
     const outcome = applyPolicy(tenant.policy, route satisfies PolicyRoute, body.value);
-    recordPolicyActions(metrics, tenant.id, outcome);
+    recordPolicyActions(metrics, tenant.id, tenant.policy.mode, outcome);
     request.policyLog = policyLogFields(outcome);
     if (outcome.rejection !== undefined) {
       const { message, param } = outcome.rejection;

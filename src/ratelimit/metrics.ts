@@ -1,6 +1,8 @@
 // Rate-limit and store metrics (contract section 10), registered on the registry the caller owns.
 // Labels: tenant and limit ids come from configuration, decisions and operations from the fixed sets below.
+// Their counters start at 0 for the label values the store in use can produce (see RateLimitMetricsScope).
 import { Counter, Gauge, type Registry } from 'prom-client';
+import type { TenantConfig } from '../config/schema.ts';
 import { CellCounter, CellHistogram } from '../observability/cell-metrics.ts';
 import type { LimitRequest, RateDecision } from './types.ts';
 
@@ -9,27 +11,57 @@ const STORE_LATENCY_BUCKETS_SECONDS = [
   0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1,
 ];
 
+/** Verdicts the store decides exactly, whatever its kind. */
+export const EXACT_DECISIONS = ['admitted', 'rate_limited', 'not_charged', 'cost_exceeds_limit'] as const;
+/** While a Redis store fails open: the per-replica fallback limiter decides. */
+export const FALLBACK_DECISIONS = [
+  'fallback_admitted',
+  'fallback_rate_limited',
+  'fallback_not_charged',
+] as const;
+/** While a Redis store fails closed: every charge is refused. */
+export const FAIL_CLOSED_DECISIONS = ['store_unavailable'] as const;
+
 /** Per limit: its own verdict; `fallback_` when decided by the per-replica fallback limiter. */
 export type LimitDecisionLabel =
-  | 'admitted'
-  | 'rate_limited'
-  | 'not_charged'
-  | 'cost_exceeds_limit'
-  | 'store_unavailable'
-  | 'fallback_admitted'
-  | 'fallback_rate_limited'
-  | 'fallback_not_charged';
+  | (typeof EXACT_DECISIONS)[number]
+  | (typeof FALLBACK_DECISIONS)[number]
+  | (typeof FAIL_CLOSED_DECISIONS)[number];
 
 /** `admission`: a request id checked and the limits charged in one call (src/admission/redis-admission.ts). */
-export type StoreOperation =
-  'admission' | 'rate_limit_check' | 'ping' | 'ownership' | 'usage_flush' | 'usage_read';
+export const STORE_OPERATIONS = [
+  'admission',
+  'rate_limit_check',
+  'ping',
+  'ownership',
+  'usage_flush',
+  'usage_read',
+] as const;
+export type StoreOperation = (typeof STORE_OPERATIONS)[number];
+
+/** What the store in use can report: the counters start at 0 for exactly these label values. */
+export interface RateLimitMetricsScope {
+  decisions: readonly LimitDecisionLabel[];
+  /** The operations sent to a shared store; none for a store in this process, which cannot fail. */
+  storeOperations: readonly StoreOperation[];
+}
 
 /** Where a store user reports each round trip: gengate_store_operation_duration_seconds and _errors_total. */
 export type ObserveStore = (operation: StoreOperation, seconds: number, failed: boolean) => void;
 
+/** The scope of a store as configured: `memory` decides exactly and never fails; `redis` per its failMode. */
+export function rateLimitMetricsScope(
+  kind: 'memory' | 'redis',
+  failMode: 'open' | 'closed',
+): RateLimitMetricsScope {
+  if (kind === 'memory') return { decisions: EXACT_DECISIONS, storeOperations: [] };
+  const whileFailing = failMode === 'open' ? FALLBACK_DECISIONS : FAIL_CLOSED_DECISIONS;
+  return { decisions: [...EXACT_DECISIONS, ...whileFailing], storeOperations: STORE_OPERATIONS };
+}
+
 export type RateLimitMetrics = ReturnType<typeof createRateLimitMetrics>;
 
-export function createRateLimitMetrics(registry: Registry) {
+export function createRateLimitMetrics(registry: Registry, scope: RateLimitMetricsScope) {
   const decisions = new CellCounter({
     name: 'gengate_rate_limit_decisions_total',
     help: 'Rate-limit verdicts per applicable limit; not_charged: the limit had room but another refused.',
@@ -49,13 +81,27 @@ export function createRateLimitMetrics(registry: Registry) {
     labelNames: ['operation'] as const,
     registers: [registry],
   });
+  for (const operation of scope.storeOperations) storeErrors.inc({ operation }, 0);
   const storeDegraded = new Gauge({
     name: 'gengate_store_degraded',
     help: '1 while the shared store is failing and rate limits are served by fallback or refused.',
     registers: [registry],
   });
   storeDegraded.set(0);
+  const breakerTrips = new Counter({
+    name: 'gengate_store_breaker_trips_total',
+    help: 'Times the store circuit breaker opened: requests bypassed the store until a probe succeeded.',
+    registers: [registry],
+  });
   return {
+    /** Creates a 0 for every configured limit of these tenants and every decision the store can make. */
+    startTenantCountersAtZero(tenants: readonly TenantConfig[]): void {
+      for (const tenant of tenants) {
+        for (const limit of tenant.limits) {
+          for (const decision of scope.decisions) decisions.labels(tenant.id, limit.id, decision);
+        }
+      }
+    },
     recordDecision(tenantId: string, decision: RateDecision, requests: readonly LimitRequest[]): void {
       for (const [index, request] of requests.entries()) {
         decisions.labels(tenantId, request.id, labelFor(decision, index, request)).inc();
@@ -67,6 +113,9 @@ export function createRateLimitMetrics(registry: Registry) {
     }) satisfies ObserveStore,
     setDegraded(degraded: boolean): void {
       storeDegraded.set(degraded ? 1 : 0);
+    },
+    recordBreakerTrip(): void {
+      breakerTrips.inc();
     },
   };
 }

@@ -2,16 +2,16 @@
 // and the admission that combines the last two, in this process (`memory`, one replica) or on one shared
 // Redis connection with one circuit breaker (`redis`). The caller closes it.
 import type { FastifyBaseLogger } from 'fastify';
-import type { Registry } from 'prom-client';
 import { Cluster } from 'ioredis';
 import { createSequentialAdmission, type Admission } from '../admission/admission.ts';
 import { createRedisAdmission } from '../admission/redis-admission.ts';
-import type { GatewayConfig } from '../config/schema.ts';
+import type { GatewayConfig, TenantConfig } from '../config/schema.ts';
+import type { GatewayMetrics } from '../observability/metrics.ts';
 import { createMemoryOwnershipStore } from '../ownership/memory-store.ts';
 import { createRedisOwnershipStore } from '../ownership/redis-store.ts';
 import type { OwnershipStore } from '../ownership/store.ts';
 import { createMemoryRateLimiter } from '../ratelimit/memory-limiter.ts';
-import { createRateLimitMetrics } from '../ratelimit/metrics.ts';
+import { createRateLimitMetrics, rateLimitMetricsScope } from '../ratelimit/metrics.ts';
 import { createRedisRateLimiter } from '../ratelimit/redis-limiter.ts';
 import type { RateLimiter } from '../ratelimit/types.ts';
 import { createMemoryUsageMeter, type UsageMeter } from '../usage/meter.ts';
@@ -28,23 +28,35 @@ export interface GatewayStore {
   usage: UsageMeter;
   ownership: OwnershipStore;
   admission: Admission;
+  /** Starts the rate-limit decision counters of these tenants' limits at 0 (at start-up and on reload). */
+  startTenantCountersAtZero(tenants: readonly TenantConfig[]): void;
   close(): Promise<void>;
 }
 
 export async function openStore(
   store: GatewayConfig['store'],
-  deps: { logger: FastifyBaseLogger; registry: Registry },
+  deps: { logger: FastifyBaseLogger; metrics: Pick<GatewayMetrics, 'registry' | 'usageReportedCost'> },
 ): Promise<GatewayStore> {
-  const metrics = createRateLimitMetrics(deps.registry);
+  const metrics = createRateLimitMetrics(
+    deps.metrics.registry,
+    rateLimitMetricsScope(store.kind, store.failMode),
+  );
+  const startTenantCountersAtZero = (tenants: readonly TenantConfig[]) => {
+    metrics.startTenantCountersAtZero(tenants);
+  };
+  const onReportedCostCounted = (tenantId: string, costUsd: number) => {
+    deps.metrics.usageReportedCost.labels(tenantId).inc(costUsd);
+  };
   if (store.kind === 'memory') {
     const limiter = createMemoryRateLimiter({ metrics });
-    const usage = createMemoryUsageMeter();
+    const usage = createMemoryUsageMeter(onReportedCostCounted);
     const ownership = createMemoryOwnershipStore({ ttlMs: store.ownershipTtlSeconds * 1000 });
     return {
       limiter,
       usage,
       ownership,
       admission: createSequentialAdmission(ownership, limiter),
+      startTenantCountersAtZero,
       close: async () => {
         await Promise.all([limiter.close(), usage.close(), ownership.close()]);
       },
@@ -68,6 +80,9 @@ export async function openStore(
     commandTimeoutMs,
     observeStore: metrics.observeStore,
   });
+  breaker.onChange((open) => {
+    if (open) metrics.recordBreakerTrip();
+  });
   const limiter = createRedisRateLimiter({
     connection,
     breaker,
@@ -82,6 +97,7 @@ export async function openStore(
     commandTimeoutMs,
     logger: deps.logger,
     observeStore: metrics.observeStore,
+    onReportedCostCounted,
   });
   const ownership = createRedisOwnershipStore({
     connection,
@@ -110,6 +126,7 @@ export async function openStore(
     usage,
     ownership,
     admission,
+    startTenantCountersAtZero,
     async close() {
       breaker.stop();
       await Promise.all([limiter.close(), usage.close(), ownership.close()]);

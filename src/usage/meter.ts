@@ -26,6 +26,9 @@ export interface UsageReport {
   lifetime: UsageCounters;
 }
 
+/** Told each time a meter counts a reported cost (once per record, whoever polls it how often). */
+export type OnReportedCostCounted = (tenantId: string, costUsd: number) => void;
+
 export interface UsageMeter {
   /** Never waits: recording is off the request's critical path. */
   record(tenantId: string, event: UsageEvent, nowMs: number): void;
@@ -139,7 +142,7 @@ export function periodKeys(
 }
 
 /** store.kind memory: one replica, usage lost on restart. */
-export function createMemoryUsageMeter(): UsageMeter {
+export function createMemoryUsageMeter(onReportedCostCounted?: OnReportedCostCounted): UsageMeter {
   const counters = new Map<string, UsageFields>();
   // Request ids whose reported cost was counted. Bounded by the requests this replica forwarded in its
   // lifetime, like the rest of the memory store, which is for a single replica and the demo.
@@ -157,6 +160,7 @@ export function createMemoryUsageMeter(): UsageMeter {
         const once = `${tenantId}\u0000${event.requestId}`;
         if (costCounted.has(once)) return;
         costCounted.add(once);
+        onReportedCostCounted?.(tenantId, event.costUsd);
       }
       for (const key of keysOf(tenantId, nowMs)) addEvent(fieldsOf(key), event);
     },

@@ -61,10 +61,18 @@ function usageEventsFor(
   }
 }
 
-/** Meters one successful exchange: the tenant's usage view and the usage counters of /metrics. */
+type RequestedUsageMetrics = Pick<
+  GatewayMetrics,
+  'usageImages' | 'usageVideoSeconds' | 'usageEstimatedCost' | 'usageReportedCost'
+>;
+
+/**
+ * Meters one successful exchange: the tenant's usage view and the usage counters of /metrics. A reported
+ * cost reaches /metrics from the meter, which alone knows whether the record was counted before.
+ */
 export function recordExchangeUsage(
   meter: UsageMeter,
-  metrics: Pick<GatewayMetrics, 'usageImages' | 'usageVideoSeconds'>,
+  metrics: RequestedUsageMetrics,
   exchange: {
     tenantId: string;
     route: RouteId;
@@ -77,5 +85,16 @@ export function recordExchangeUsage(
     meter.record(exchange.tenantId, event, nowMs);
     if (event.kind === 'images') metrics.usageImages.labels(exchange.tenantId).inc(event.count);
     if (event.kind === 'video') metrics.usageVideoSeconds.labels(exchange.tenantId).inc(event.seconds);
+    if (event.kind === 'images' || event.kind === 'video') {
+      metrics.usageEstimatedCost.labels(exchange.tenantId).inc(event.estimatedCostUsd);
+    }
   }
+}
+
+/** Creates the usage counters of a tenant at 0. */
+export function startUsageCountersAtZero(metrics: RequestedUsageMetrics, tenantId: string): void {
+  metrics.usageImages.labels(tenantId);
+  metrics.usageVideoSeconds.labels(tenantId);
+  metrics.usageEstimatedCost.labels(tenantId);
+  metrics.usageReportedCost.labels(tenantId);
 }

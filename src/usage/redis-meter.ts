@@ -13,6 +13,7 @@ import {
   countersFromFields,
   periodKeys,
   utcMonth,
+  type OnReportedCostCounted,
   type UsageFields,
   type UsageMeter,
 } from './meter.ts';
@@ -32,6 +33,7 @@ if redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[2]) then
     redis.call('HINCRBYFLOAT', KEYS[i], 'reportedCostUsd', ARGV[1])
     redis.call('EXPIRE', KEYS[i], ARGV[3])
   end
+  return 1
 end
 return 0`;
 
@@ -47,6 +49,8 @@ export interface RedisUsageMeterOptions {
   commandTimeoutMs: number;
   logger: Pick<FastifyBaseLogger, 'warn'>;
   observeStore?: ObserveStore;
+  /** Told of each cost this replica counted (the one replica that counted it, when several poll). */
+  onReportedCostCounted?: OnReportedCostCounted;
   flushIntervalMs?: number;
 }
 
@@ -102,10 +106,15 @@ export function createRedisUsageMeter(options: RedisUsageMeterOptions): UsageMet
         withDeadline(
           countCostOnce(keys.length, ...keys, cost.costUsd, COST_ONCE_TTL_SECONDS, USAGE_TTL_SECONDS),
           commandTimeoutMs,
-        ).catch((error: unknown) => {
-          noteFailure(error);
-          if (pendingCosts.length < MAX_PENDING_COSTS) pendingCosts.push(cost);
-        }),
+        ).then(
+          (counted) => {
+            if (counted === 1) options.onReportedCostCounted?.(cost.tenantId, cost.costUsd);
+          },
+          (error: unknown) => {
+            noteFailure(error);
+            if (pendingCosts.length < MAX_PENDING_COSTS) pendingCosts.push(cost);
+          },
+        ),
       );
     }
     const results = await Promise.allSettled(writes);

@@ -1,7 +1,9 @@
 // Counts refused bodies in gengate_validation_failures_total{route,param}: once per problem of each
 // refused request, so one request with three bad fields adds three. `param` only ever takes a value
 // from the route's schema; anything a client invented shares one label, and whole-body problems another.
+// That set is fixed, so every route x param series starts at 0 when the app is built.
 import type { FastifyInstance } from 'fastify';
+import { ROUTE_IDS } from '../config/route-ids.ts';
 import { toGatewayError } from '../errors/error-handler.ts';
 import type { ErrorCode, GatewayError } from '../errors/registry.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
@@ -22,6 +24,13 @@ function paramsOf(failure: GatewayError): string[] {
 }
 
 export function installValidationFailureCounter(app: FastifyInstance, metrics: GatewayMetrics): void {
+  for (const route of ROUTE_IDS) {
+    const fieldPaths = routeSchemaFor(route)?.fieldPaths;
+    if (fieldPaths === undefined) continue;
+    for (const param of [...fieldPaths, UNKNOWN_PARAM_LABEL, WHOLE_BODY_PARAM_LABEL]) {
+      metrics.validationFailures.inc({ route, param }, 0);
+    }
+  }
   app.addHook('onError', async (request, _reply, error) => {
     const route = request.gatewayRoute;
     const failure = toGatewayError(error);

@@ -4,6 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import { Registry } from 'prom-client';
+import { createMetrics } from '../../src/observability/metrics.ts';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import type { GatewayConfig } from '../../src/config/schema.ts';
 import type { LimitRequest } from '../../src/ratelimit/types.ts';
@@ -27,7 +28,7 @@ function storeConfig(kind: 'redis' | 'memory', url = 'redis://127.0.0.1:1'): Gat
 }
 
 async function open(config: GatewayConfig['store']): Promise<GatewayStore> {
-  return openStore(config, { logger: pino({ level: 'silent' }), registry: new Registry() });
+  return openStore(config, { logger: pino({ level: 'silent' }), metrics: createMetrics(new Registry()) });
 }
 
 let redis: RedisServer;

@@ -2,6 +2,7 @@
 // all in the service's envelope. A request refused here never reaches the upstream.
 import { afterEach, describe, expect, test } from 'vitest';
 import { startGatewayHarness, useGatewayHarness } from '../support/gateway-harness.ts';
+import { sendRaw } from '../support/raw-http.ts';
 
 const harness = useGatewayHarness({ upstreamTimeoutMs: 300, bodyLimitBytes: 1024 });
 
@@ -86,6 +87,25 @@ describe('bodies the gateway refuses', () => {
 });
 
 describe('upstream failures', () => {
+  test('gengate_upstream_errors_total counts 504s as timeout and 502s as unavailable, per route', async () => {
+    const count = async (reason: string) =>
+      (await harness.metrics.upstreamErrors.get()).values.find(
+        ({ labels }) => labels.route === 'images.create' && labels.reason === reason,
+      )?.value;
+    const before = { timeout: await count('timeout'), unavailable: await count('unavailable') };
+    harness.simulator.faults.set({ delayMs: 2000, times: 1 });
+    expect((await post('{}')).status).toBe(504);
+    harness.simulator.faults.set({ dropConnection: true, times: 1 });
+    expect((await post('{}')).status).toBe(502);
+    // An upstream that answers, even with an error, is no upstream error of the gateway's.
+    harness.simulator.faults.set({ status: 500, times: 1 });
+    expect((await post('{}')).status).toBe(500);
+    expect({ timeout: await count('timeout'), unavailable: await count('unavailable') }).toEqual({
+      timeout: (before.timeout ?? Number.NaN) + 1,
+      unavailable: (before.unavailable ?? Number.NaN) + 1,
+    });
+  });
+
   test('a 500 from the upstream is passed through with its body', async () => {
     harness.simulator.faults.set({ status: 500, times: 1 });
     const response = await post('{}');
@@ -143,5 +163,32 @@ describe('upstream failures', () => {
     } finally {
       await limited.close();
     }
+  });
+});
+
+describe('what the HTTP parser refuses, answered in the envelope with an X-Request-Id', () => {
+  test('bytes that are not HTTP: 400 bad_request', async () => {
+    const response = await sendRaw(harness.url, 'GET /v1/account/usage', 'HTTP/9.9\u0000garbage');
+    expect(response.status).toBe(400);
+    expect(response.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+    expect(JSON.parse(response.body)).toEqual(
+      envelope(400, 'bad_request', 'validation_error', 'the request is not valid HTTP'),
+    );
+  });
+
+  test('headers beyond the server limit: 431 request_headers_too_large', async () => {
+    const response = await sendRaw(harness.url, 'GET', '/v1/account/usage', {
+      'x-padding': 'p'.repeat(20_000),
+    });
+    expect(response.status).toBe(431);
+    expect(response.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+    expect(JSON.parse(response.body)).toEqual(
+      envelope(
+        431,
+        'request_headers_too_large',
+        'validation_error',
+        'the request headers are larger than this gateway accepts',
+      ),
+    );
   });
 });

@@ -2,7 +2,9 @@
 // server's GET /metrics. They are cell metrics (src/observability/cell-metrics.ts), so this holds their
 // exposition to the format prom-client's own classes give: one series per label set, histograms with
 // cumulative buckets, +Inf, _sum and _count.
+import { getHeapStatistics } from 'node:v8';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import packageJson from '../../package.json' with { type: 'json' };
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { buildAdminApp } from '../../src/admin/app.ts';
@@ -106,8 +108,10 @@ describe('per-request metrics on GET /metrics', () => {
       '2.5',
       '5',
       '10',
+      '20',
       '30',
       '60',
+      '120',
       '+Inf',
     ]);
     const counts = buckets.map((line) => Number(line.split(' ')[1]));
@@ -131,20 +135,82 @@ describe('per-request metrics on GET /metrics', () => {
     const overhead = await seriesOf('gengate_overhead_seconds');
     expect(overhead).toContain('gengate_overhead_seconds_count{route="images.create"} 4');
     expect(overhead).toContain('gengate_overhead_seconds_bucket{le="+Inf",route="images.create"} 4');
+    // The gateway's own work is sub-millisecond: the overhead buckets resolve it from 50 µs.
+    expect(
+      overhead
+        .filter(
+          (line) => line.startsWith('gengate_overhead_seconds_bucket') && line.includes('images.create'),
+        )
+        .map((line) => /le="([^"]+)"/.exec(line)?.[1]),
+    ).toEqual([
+      '0.00005',
+      '0.0001',
+      '0.00025',
+      '0.0005',
+      '0.001',
+      '0.0025',
+      '0.005',
+      '0.01',
+      '0.025',
+      '0.05',
+      '0.1',
+      '0.25',
+      '+Inf',
+    ]);
   });
 
-  test('rate-limit decisions per limit, and the images counted for usage', async () => {
+  test('rate-limit decisions per limit, from 0 for every verdict a memory store gives', async () => {
     expect((await seriesOf('gengate_rate_limit_decisions_total')).sort()).toEqual(
       [
         'gengate_rate_limit_decisions_total{tenant="alpha",limit="images",decision="admitted"} 2',
-        'gengate_rate_limit_decisions_total{tenant="alpha",limit="requests",decision="admitted"} 2',
+        'gengate_rate_limit_decisions_total{tenant="alpha",limit="images",decision="rate_limited"} 0',
         'gengate_rate_limit_decisions_total{tenant="alpha",limit="images",decision="not_charged"} 1',
+        'gengate_rate_limit_decisions_total{tenant="alpha",limit="images",decision="cost_exceeds_limit"} 0',
+        'gengate_rate_limit_decisions_total{tenant="alpha",limit="requests",decision="admitted"} 2',
         'gengate_rate_limit_decisions_total{tenant="alpha",limit="requests",decision="rate_limited"} 1',
+        'gengate_rate_limit_decisions_total{tenant="alpha",limit="requests",decision="not_charged"} 0',
+        'gengate_rate_limit_decisions_total{tenant="alpha",limit="requests",decision="cost_exceeds_limit"} 0',
       ].sort(),
     );
+  });
+
+  test('usage counters per tenant, from 0 for every configured tenant', async () => {
     expect(await seriesOf('gengate_usage_images_total')).toEqual([
       'gengate_usage_images_total{tenant="alpha"} 5',
+      'gengate_usage_images_total{tenant="beta"} 0',
+      'gengate_usage_images_total{tenant="gamma"} 0',
     ]);
+    // Images are estimated at 0 (the service publishes video prices only) and nothing was polled.
+    for (const name of ['gengate_usage_estimated_cost_usd_total', 'gengate_usage_reported_cost_usd_total']) {
+      expect(await seriesOf(name)).toEqual(
+        ['alpha', 'beta', 'gamma'].map((tenant) => `${name}{tenant="${tenant}"} 0`),
+      );
+    }
+  });
+
+  test('upstream errors and configuration reloads start at 0 for every route, reason and result', async () => {
+    const upstreamErrors = await seriesOf('gengate_upstream_errors_total');
+    expect(upstreamErrors).toHaveLength(7 * 2);
+    expect(upstreamErrors).toContain(
+      'gengate_upstream_errors_total{route="images.create",reason="timeout"} 0',
+    );
+    expect(upstreamErrors).toContain(
+      'gengate_upstream_errors_total{route="account.keys",reason="unavailable"} 0',
+    );
+    expect(await seriesOf('gengate_config_reloads_total')).toEqual([
+      'gengate_config_reloads_total{result="success"} 0',
+      'gengate_config_reloads_total{result="error"} 0',
+    ]);
+  });
+
+  test('build information and the heap size limit, read at scrape', async () => {
+    expect(await seriesOf('gengate_build_info')).toEqual([
+      `gengate_build_info{version="${packageJson.version}",node_version="${process.versions.node}"} 1`,
+    ]);
+    const response = await admin.inject({ method: 'GET', url: '/metrics' });
+    expect(response.body).toContain(
+      `\ngengate_heap_size_limit_bytes ${getHeapStatistics().heap_size_limit}\n`,
+    );
   });
 });
 

@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { Cluster } from 'ioredis';
 import pino from 'pino';
 import { Registry } from 'prom-client';
+import { createMetrics } from '../../src/observability/metrics.ts';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { GatewayConfig } from '../../src/config/schema.ts';
 import type { SubmissionResponse } from '../../src/ownership/store.ts';
@@ -26,7 +27,7 @@ function storeConfig(redis: GatewayConfig['store']['redis']): GatewayConfig['sto
 }
 
 function open(config: GatewayConfig['store']): Promise<GatewayStore> {
-  return openStore(config, { logger: pino({ level: 'silent' }), registry: new Registry() });
+  return openStore(config, { logger: pino({ level: 'silent' }), metrics: createMetrics(new Registry()) });
 }
 
 function answer(requestId: string): SubmissionResponse {

@@ -147,18 +147,28 @@ describe('shadow mode', () => {
     await harness.close();
   });
 
-  test('forwards untouched and records what enforce mode would have done', async () => {
+  test('forwards untouched and counts what enforce mode would have done, logging every rule broken', async () => {
     const body = `{"safetyLevel":"low","samples":9,"requestId":"${randomUUID()}"}`;
     const response = await post(harness, '/v1/images/generations', body);
     expect(response.status).toBe(200);
     expect(response.headers.get('gengate-policy')).toBeNull();
     expect(forwardedBody(harness)).toBe(body);
-    expect(await policyCount(harness, 'safetyLevel', 'shadowed')).toBe(1);
-    expect(await policyCount(harness, 'samples', 'shadowed')).toBe(1);
     const logLine = harness.logLines
       .map((line) => JSON.parse(line) as Record<string, unknown>)
       .find((line) => line.route === 'images.create');
     expect(logLine?.policyShadowed).toBe('safetyLevel=raised, samples=rejected');
+    harness.simulator.clearReceived();
+    // Within the samples maximum: enforce mode would have raised the level and forwarded it.
+    const raisedOnly = `{"safetyLevel":"low","samples":2,"requestId":"${randomUUID()}"}`;
+    expect((await post(harness, '/v1/images/generations', raisedOnly)).status).toBe(200);
+    expect(forwardedBody(harness)).toBe(raisedOnly);
+    // Enforce mode rejects at samples and then raises nothing: the first request counts as rejected only.
+    const { values } = await harness.metrics.policyActions.get();
+    expect(values.filter((value) => value.labels.tenant === 'alpha')).toEqual([
+      { labels: { tenant: 'alpha', rule: 'safetyLevel', action: 'raised', mode: 'shadow' }, value: 1 },
+      { labels: { tenant: 'alpha', rule: 'safetyLevel', action: 'set', mode: 'shadow' }, value: 0 },
+      { labels: { tenant: 'alpha', rule: 'samples', action: 'rejected', mode: 'shadow' }, value: 1 },
+    ]);
   });
 });
 

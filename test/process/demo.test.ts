@@ -102,12 +102,8 @@ test('a request is logged as it is answered, not only when the gateway stops', a
   const image = await call('lab', 'POST', '/v1/images/generations', {});
   const requestId = image.headers.get('x-request-id');
   expect(requestId).toBeTruthy();
-  await waitFor(
-    'the request log line',
-    () => gateway.lines.some((line) => line.requestId === requestId),
-    2_000,
-  );
-  expect(gateway.lines.find((line) => line.requestId === requestId)).toMatchObject({
+  await waitFor('the request log line', () => gateway.lines.some((line) => line.reqId === requestId), 2_000);
+  expect(gateway.lines.find((line) => line.reqId === requestId)).toMatchObject({
     msg: 'request',
     tenant: 'lab',
     route: 'images.create',

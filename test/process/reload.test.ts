@@ -102,3 +102,30 @@ test('a reload under load applies whole, to the next requests, and an invalid fi
   expect(metrics).toMatch(/gengate_config_reloads_total\{result="error"\} [1-9]/);
   expect(metrics).toMatch(/gengate_config_reloads_total\{result="success"\} [1-9]/);
 });
+
+test('a tenant a reload adds has its counters at 0 at once, so its first event shows in increase()', async () => {
+  const succeeded = reloads('success');
+  const teamB = [
+    '  - id: team-b',
+    '    credential: shared',
+    '    keys: []',
+    '    limits: [{ id: hourly, routes: ["*"], cost: requests, limit: 100, windowSeconds: 3600 }]',
+    '    policy: { mode: shadow, steps: { maximum: 10 } }',
+    '',
+  ].join('\n');
+  await writeFile(configPath, configWith(2, [firstKey]) + teamB);
+  gateway.signal('SIGHUP');
+  await waitFor('the reload that adds team-b', () => reloads('success') > succeeded);
+  const metrics = await (await fetch(`${gateway.adminUrl}/metrics`)).text();
+  expect(metrics.split('\n').filter((line) => line.includes('tenant="team-b"'))).toEqual([
+    'gengate_policy_actions_total{tenant="team-b",rule="steps",action="clamped",mode="shadow"} 0',
+    'gengate_usage_images_total{tenant="team-b"} 0',
+    'gengate_usage_video_seconds_total{tenant="team-b"} 0',
+    'gengate_usage_estimated_cost_usd_total{tenant="team-b"} 0',
+    'gengate_usage_reported_cost_usd_total{tenant="team-b"} 0',
+    ...['admitted', 'rate_limited', 'not_charged', 'cost_exceeds_limit'].map(
+      (decision) =>
+        `gengate_rate_limit_decisions_total{tenant="team-b",limit="hourly",decision="${decision}"} 0`,
+    ),
+  ]);
+});

@@ -78,8 +78,27 @@ describe('Redis killed and restarted', () => {
     const readiness = createReadiness({ storeAvailable: () => !harness.limiter.degraded });
     readiness.markReady();
     const admin = buildAdminApp({ logger: pino({ level: 'silent' }), metrics: harness.metrics, readiness });
+    const storeSeries = async () =>
+      (await admin.inject('/metrics')).body
+        .split('\n')
+        .filter((line) =>
+          /^gengate_(store_errors|store_breaker_trips|rate_limit_decisions)_total/.test(line),
+        );
     try {
       expect((await admin.inject('/readyz')).statusCode).toBe(200);
+      // Every store operation and every verdict a fail-closed store gives start at 0.
+      expect(await storeSeries()).toEqual(
+        [
+          ...['admitted', 'rate_limited', 'not_charged', 'cost_exceeds_limit', 'store_unavailable'].map(
+            (decision) =>
+              `gengate_rate_limit_decisions_total{tenant="alpha",limit="requests",decision="${decision}"}`,
+          ),
+          ...['admission', 'rate_limit_check', 'ping', 'ownership', 'usage_flush', 'usage_read'].map(
+            (operation) => `gengate_store_errors_total{operation="${operation}"}`,
+          ),
+          'gengate_store_breaker_trips_total',
+        ].map((series) => `${series} 0`),
+      );
       await redis.kill();
       await waitFor('store_unavailable', async () => (await timedCall(harness)).response.status === 503);
       const { response, body, ms } = await timedCall(harness);
@@ -99,6 +118,8 @@ describe('Redis killed and restarted', () => {
       await redis.restart();
       await waitFor('recovery', async () => (await timedCall(harness)).response.status === 200);
       expect((await admin.inject('/readyz')).statusCode).toBe(200);
+      // One outage, one trip of the breaker.
+      expect(await storeSeries()).toContain('gengate_store_breaker_trips_total 1');
     } finally {
       await admin.close();
     }

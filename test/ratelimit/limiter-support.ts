@@ -1,7 +1,7 @@
 // Builds rate limiters the way the gateway will: a real connection through createRedisConnection, its own
 // metrics registry, and a teardown that closes all of it.
 import { Registry } from 'prom-client';
-import { createRateLimitMetrics } from '../../src/ratelimit/metrics.ts';
+import { createRateLimitMetrics, rateLimitMetricsScope } from '../../src/ratelimit/metrics.ts';
 import { createRedisRateLimiter, type RedisRateLimiterOptions } from '../../src/ratelimit/redis-limiter.ts';
 import type { RateLimiter } from '../../src/ratelimit/types.ts';
 import { createConnectionBreaker } from '../../src/store/circuit-breaker.ts';
@@ -35,7 +35,10 @@ export async function startTestLimiter(
   const connection = createRedisConnection({ ...target, keyPrefix: 'gengate:', commandTimeoutMs });
   await waitUntilConnected(connection, CONNECT_WAIT_MS);
   const registry = new Registry();
-  const metrics = createRateLimitMetrics(registry);
+  const metrics = createRateLimitMetrics(
+    registry,
+    rateLimitMetricsScope('redis', options.failMode ?? 'open'),
+  );
   const breaker = createConnectionBreaker(connection, {
     commandTimeoutMs,
     observeStore: metrics.observeStore,

@@ -10,6 +10,7 @@ import { generateTenantKey } from '../../src/auth/keys.ts';
 import { createTenantDirectory } from '../../src/auth/tenant-directory.ts';
 import { parseConfigText } from '../../src/config/load.ts';
 import { createMetrics, type GatewayMetrics } from '../../src/observability/metrics.ts';
+import { startTenantCountersAtZero } from '../../src/observability/tenant-series.ts';
 import type { RateLimiter } from '../../src/ratelimit/types.ts';
 import { startSimulator } from '../../src/simulator/server.ts';
 import { openStore } from '../../src/store/from-config.ts';
@@ -108,7 +109,8 @@ tenants:
   const metrics = createMetrics();
   const upstream = createUpstreamClient({ baseUrl: simulator.url, timeoutMs: config.upstream.timeoutMs });
   const tenants = createTenantDirectory(config.tenants);
-  const store = await openStore(config.store, { logger, registry: metrics.registry });
+  const store = await openStore(config.store, { logger, metrics });
+  startTenantCountersAtZero(config.tenants, { metrics, store });
   const app = buildApp(config, {
     logger,
     tenants: () => tenants,

@@ -70,6 +70,9 @@ describe('memory store', () => {
     const metrics = await harness.metrics.registry.metrics();
     expect(metrics).toContain('gengate_usage_images_total{tenant="alpha"} 3');
     expect(metrics).toContain('gengate_usage_video_seconds_total{tenant="alpha"} 5');
+    expect(metrics).toContain('gengate_usage_estimated_cost_usd_total{tenant="alpha"} 0.031');
+    // Polled twice, counted once.
+    expect(metrics).toContain(`gengate_usage_reported_cost_usd_total{tenant="alpha"} ${totalCost}`);
   });
 });
 
@@ -115,5 +118,20 @@ describe('two replicas on one Redis', () => {
     expect(withoutReads(usage)).toEqual(expected);
     expect(usage.lifetime.requests['account.usage']).toBeGreaterThan(0);
     expect(usage.currentMonth).toEqual(usage.lifetime);
+    // On /metrics, the replica whose flush counted the cost has it: once across the two.
+    const reportedCosts = () =>
+      Promise.all(
+        replicas.map(async (replica) => {
+          const metric = replica.metrics.registry.getSingleMetric('gengate_usage_reported_cost_usd_total');
+          const values = (await metric?.get())?.values ?? [];
+          return values.find(({ labels }) => labels.tenant === 'alpha')?.value;
+        }),
+      );
+    let reported = await reportedCosts();
+    await waitFor('the counted cost on /metrics', async () => {
+      reported = await reportedCosts();
+      return reported[0] === totalCost;
+    });
+    expect(reported).toEqual([totalCost, 0]);
   });
 });

@@ -2,6 +2,7 @@
 // with param drawn only from the schema's field paths, so clients cannot mint new series.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startGatewayHarness, type GatewayHarness } from '../support/gateway-harness.ts';
+import { routeSchemaFor } from '../../src/validation/request-schemas.ts';
 import { IMAGES, VIDEOS, postJson } from './validation-client.ts';
 
 let harness: GatewayHarness;
@@ -12,14 +13,27 @@ afterAll(async () => {
   await harness.close();
 });
 
-async function failureCounts(): Promise<Record<string, number>> {
+/** Counts by "route param"; every series when `nonZero` is false. */
+async function failureCounts({ nonZero = true } = {}): Promise<Record<string, number>> {
   const metric = await harness.metrics.validationFailures.get();
   return Object.fromEntries(
-    metric.values.map(({ labels, value }) => [`${String(labels.route)} ${String(labels.param)}`, value]),
+    metric.values
+      .filter(({ value }) => !nonZero || value > 0)
+      .map(({ labels, value }) => [`${String(labels.route)} ${String(labels.param)}`, value]),
   );
 }
 
 describe('gengate_validation_failures_total', () => {
+  test('starts at 0 for every field path of each create route, (unknown) and (body)', async () => {
+    const expected = (['images.create', 'videos.create'] as const).flatMap((route) =>
+      [...(routeSchemaFor(route)?.fieldPaths ?? []), '(unknown)', '(body)'].map(
+        (param) => `${route} ${param}`,
+      ),
+    );
+    expect(Object.keys(await failureCounts({ nonZero: false })).sort()).toEqual(expected.sort());
+    expect(await failureCounts()).toEqual({});
+  });
+
   test('counts each refused field once per request, and nothing for other outcomes', async () => {
     const sent: [path: string, body: string, headers?: Record<string, string>][] = [
       [IMAGES, '{"samples":0,"steps":51,"color":"red","flavour":1}'],
