@@ -131,7 +131,7 @@ describe('watchConfig', () => {
         message: 'configuration reload refused; keeping the current configuration',
       },
     ]);
-    expect(await reloadCounts()).toEqual({ error: 1 });
+    expect(await reloadCounts()).toEqual({ success: 0, error: 1 });
   });
 
   it('treats an onReload that throws as a refused reload', async () => {
