@@ -53,7 +53,7 @@ describe('alert rules', () => {
 
   it('pass their promtool unit tests', async () => {
     const { stdout } = await execFileAsync('promtool', ['test', 'rules', RULE_TESTS_PATH]);
-    expect(stdout).toBe(`Unit Testing:  ${RULE_TESTS_PATH}\n  SUCCESS\n`);
+    expect(stdout).toBe(`Unit Testing:  ${RULE_TESTS_PATH}\n  SUCCESS\n\n`);
   });
 
   it('each have a unit test in which they fire', async () => {
