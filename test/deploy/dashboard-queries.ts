@@ -16,7 +16,7 @@ import type { Dataquery } from '@grafana/grafana-foundation-sdk/prometheus';
 export type Dashboard = grafana.Dashboard;
 
 /** A Prometheus target as it stands in the JSON (the SDK's type also declares a marker method). */
-export type PrometheusTarget = Omit<Dataquery, '_implementsDataqueryVariant'>;
+type PrometheusTarget = Omit<Dataquery, '_implementsDataqueryVariant'>;
 
 export interface PanelQuery {
   dashboard: string;
@@ -37,7 +37,10 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** Where `json` departs from the SDK's Dashboard type in the members the proof and Grafana rely on. */
+/**
+ * Where `json` departs from the SDK's Dashboard type in the members it requires (and in the title and
+ * uid that provisioning needs), down to each Prometheus target's expr and refId.
+ */
 export function dashboardShapeProblems(json: unknown, file: string): string[] {
   if (!isObject(json)) return [`${file}: not a JSON object`];
   const problems: string[] = [];
@@ -71,7 +74,7 @@ export function dashboardShapeProblems(json: unknown, file: string): string[] {
       expect(Array.isArray(panel.panels), `row ${title}: panels (required) is not an array`);
       const inner = Array.isArray(panel.panels) ? (panel.panels as unknown[]) : [];
       inner.forEach((child, index) => {
-        checkPanel(child, `${where} panel ${index}`);
+        checkPanel(child, `${where}, its panel ${index}`);
       });
       return;
     }

@@ -24,8 +24,6 @@ export interface PrometheusServer {
   url: string;
   /** The `data` of a successful answer of the HTTP API (GET, or POST with `form`); throws otherwise. */
   api<T>(path: string, form?: Record<string, string>): Promise<T>;
-  /** What Prometheus wrote to stderr: its log, for a failure report. */
-  log: string[];
   stop(): Promise<void>;
 }
 
@@ -35,7 +33,7 @@ interface ApiAnswer<T> {
   error?: string;
 }
 
-function configYaml(options: PrometheusOptions): string {
+function configText(options: PrometheusOptions): string {
   const interval = `${PROMETHEUS_INTERVAL_SECONDS}s`;
   return JSON.stringify({
     global: { scrape_interval: interval, scrape_timeout: interval, evaluation_interval: interval },
@@ -48,7 +46,7 @@ export async function startPrometheus(options: PrometheusOptions): Promise<Prome
   const dir = await mkdtemp(join(tmpdir(), 'gengate-prometheus-'));
   const configPath = join(dir, 'prometheus.yml');
   // JSON is YAML: the file needs no YAML writer.
-  await writeFile(configPath, configYaml(options));
+  await writeFile(configPath, configText(options));
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const child: ChildProcess = spawn(
@@ -62,10 +60,15 @@ export async function startPrometheus(options: PrometheusOptions): Promise<Prome
   );
   const log: string[] = [];
   child.stderr?.on('data', (chunk: Buffer) => log.push(chunk.toString('utf8')));
-  const exited = once(child, 'exit');
+  // No binary on the PATH, say: reported by the wait below instead of an unhandled 'error' event.
+  let spawnError: Error | undefined;
+  child.once('error', (error) => {
+    spawnError = error;
+  });
 
   async function stop(): Promise<void> {
-    if (child.exitCode === null && child.signalCode === null) {
+    if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) {
+      const exited = once(child, 'exit');
       child.kill('SIGTERM');
       await exited;
     }
@@ -73,6 +76,7 @@ export async function startPrometheus(options: PrometheusOptions): Promise<Prome
   }
 
   async function ready(): Promise<boolean> {
+    if (spawnError !== undefined) throw spawnError;
     if (child.exitCode !== null) throw new Error(`prometheus exited with ${child.exitCode}: ${log.join('')}`);
     try {
       return (await fetch(`${url}/-/ready`)).ok;
@@ -98,7 +102,6 @@ export async function startPrometheus(options: PrometheusOptions): Promise<Prome
       if (answer.status !== 'success') throw new Error(`${path}: ${answer.error ?? response.status}`);
       return answer.data;
     },
-    log,
     stop,
   };
 }
