@@ -18,9 +18,9 @@ const DURATION = 'gengate_http_request_duration_seconds';
 const OVERHEAD = 'gengate_overhead_seconds';
 const UPSTREAM_DURATION = 'gengate_upstream_request_duration_seconds';
 
-// Where the alert rules fire: 5% of answers are 5xx; the gateway's own p99 reaches 50 ms.
+// Where the alert rules fire: 5% of answers are 5xx; the gateway's own p99 reaches 25 ms.
 const ERROR_RATIO_ALERT = 0.05;
-const OVERHEAD_P99_ALERT_SECONDS = 0.05;
+const OVERHEAD_P99_ALERT_SECONDS = 0.025;
 
 const SERVER_ERRORS = 'status=~"5.."';
 
@@ -64,7 +64,7 @@ export function overviewDashboard(): Dashboard {
         .title('Gateway overhead p99')
         .description(
           'Time spent in gengate itself (total minus the upstream wait) for the slowest 1%. Good is a few ' +
-            'milliseconds; red at 50 ms, where the overhead alert fires.',
+            'milliseconds; red at 25 ms, where the overhead alert fires.',
         )
         .unit(units.Seconds)
         .thresholds(redFrom(OVERHEAD_P99_ALERT_SECONDS))
@@ -144,7 +144,7 @@ export function overviewDashboard(): Dashboard {
         .title('Gateway overhead percentiles')
         .description(
           'Time spent in gengate itself (authentication, validation, policy, limits, ownership) over the ' +
-            'selected routes. Good is a few milliseconds at p99; the dashed line is the 50 ms alert. A ' +
+            'selected routes. Good is a few milliseconds at p99; the dashed line is the 25 ms alert. A ' +
             'rise with a healthy upstream points at the store (Health dashboard) or at CPU saturation.',
         )
         .unit(units.Seconds)
@@ -159,7 +159,7 @@ export function overviewDashboard(): Dashboard {
         .title('Gateway overhead p99 by route')
         .description(
           'The 99th percentile of the time spent in gengate, per route: which route is slow in the ' +
-            'gateway. Creates do more (policy, limits, ownership) than polls. Dashed: the 50 ms alert.',
+            'gateway. Creates do more (policy, limits, ownership) than polls. Dashed: the 25 ms alert.',
         )
         .unit(units.Seconds)
         .min(0)
