@@ -31,22 +31,11 @@ COPY src ./src
 RUN npm run build && npm prune --omit=dev --ignore-scripts --no-audit --no-fund
 
 FROM base
-ARG VERSION=0.1.0
-# Where the repository lives and which commit was built: set by the pipeline that builds the image.
-ARG SOURCE_URL=""
-ARG REVISION=""
-LABEL org.opencontainers.image.title="gengate" \
-      org.opencontainers.image.description="A policy gateway for internal apps calling the MaxAI image and video generation API." \
-      org.opencontainers.image.licenses="Apache-2.0" \
-      org.opencontainers.image.version="${VERSION}" \
-      org.opencontainers.image.source="${SOURCE_URL}" \
-      org.opencontainers.image.revision="${REVISION}"
 # The runtime needs node alone: without a package manager nothing in the container can install code,
 # and image scanners do not report the package managers' own dependencies.
 RUN rm -rf /usr/local/lib/node_modules /usr/local/bin/npm /usr/local/bin/npx /usr/local/bin/corepack \
       /usr/local/bin/yarn /usr/local/bin/yarnpkg /opt/yarn-*
 WORKDIR /app
-ENV NODE_ENV=production
 # Owned by root and not writable by anyone else: the process cannot change its own code.
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules
@@ -62,3 +51,16 @@ STOPSIGNAL SIGTERM
 ENTRYPOINT []
 CMD ["node", "--max-semi-space-size=16", "--heap-growing-percent=50", "/app/dist/main.js", \
      "--config", "/etc/gengate/gengate.yaml"]
+
+# Last, so that a new revision changes the metadata alone, not the cached layers above. VERSION is
+# package.json's (the image test fails when they differ); SOURCE_URL and REVISION, where the repository
+# lives and which commit was built, are set by the pipeline that builds the image.
+ARG VERSION=0.1.0
+ARG SOURCE_URL=""
+ARG REVISION=""
+LABEL org.opencontainers.image.title="gengate" \
+      org.opencontainers.image.description="A policy gateway for the MaxAI image and video generation API." \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.source="${SOURCE_URL}" \
+      org.opencontainers.image.revision="${REVISION}"

