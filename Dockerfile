@@ -52,15 +52,10 @@ ENTRYPOINT []
 CMD ["node", "--max-semi-space-size=16", "--heap-growing-percent=50", "/app/dist/main.js", \
      "--config", "/etc/gengate/gengate.yaml"]
 
-# Last, so that a new revision changes the metadata alone, not the cached layers above. VERSION is
-# package.json's (the image test fails when they differ); SOURCE_URL and REVISION, where the repository
-# lives and which commit was built, are set by the pipeline that builds the image.
-ARG VERSION=0.1.0
-ARG SOURCE_URL=""
-ARG REVISION=""
+# What this build is. Where the repository lives and which commit was built (the `source` and
+# `revision` labels) are per build: the pipeline adds them with --label (docs/deploy.md). The version is
+# package.json's (the image test fails when they differ).
 LABEL org.opencontainers.image.title="gengate" \
       org.opencontainers.image.description="A policy gateway for the MaxAI image and video generation API." \
       org.opencontainers.image.licenses="Apache-2.0" \
-      org.opencontainers.image.version="${VERSION}" \
-      org.opencontainers.image.source="${SOURCE_URL}" \
-      org.opencontainers.image.revision="${REVISION}"
+      org.opencontainers.image.version="0.1.0"
