@@ -31,6 +31,20 @@ COPY src ./src
 RUN npm run build && npm prune --omit=dev --ignore-scripts --no-audit --no-fund
 
 FROM base
+# VERSION is package.json's (the image test fails when they differ); SOURCE_URL and REVISION, where the
+# repository lives and which commit was built, are set by the pipeline that builds the image. Declared
+# before the RUN below, whose cache key includes them: a new revision rebuilds this stage's few cheap
+# steps and never gets a stale label from a builder's cache (Buildah 1.28 serves one for a LABEL step
+# that comes after the last RUN).
+ARG VERSION=0.1.0
+ARG SOURCE_URL=""
+ARG REVISION=""
+LABEL org.opencontainers.image.title="gengate" \
+      org.opencontainers.image.description="A policy gateway for the MaxAI image and video generation API." \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.source="${SOURCE_URL}" \
+      org.opencontainers.image.revision="${REVISION}"
 # The runtime needs node alone: without a package manager nothing in the container can install code,
 # and image scanners do not report the package managers' own dependencies.
 RUN rm -rf /usr/local/lib/node_modules /usr/local/bin/npm /usr/local/bin/npx /usr/local/bin/corepack \
@@ -51,11 +65,3 @@ STOPSIGNAL SIGTERM
 ENTRYPOINT []
 CMD ["node", "--max-semi-space-size=16", "--heap-growing-percent=50", "/app/dist/main.js", \
      "--config", "/etc/gengate/gengate.yaml"]
-
-# What this build is. Where the repository lives and which commit was built (the `source` and
-# `revision` labels) are per build: the pipeline adds them with --label (docs/deploy.md). The version is
-# package.json's (the image test fails when they differ).
-LABEL org.opencontainers.image.title="gengate" \
-      org.opencontainers.image.description="A policy gateway for the MaxAI image and video generation API." \
-      org.opencontainers.image.licenses="Apache-2.0" \
-      org.opencontainers.image.version="0.1.0"

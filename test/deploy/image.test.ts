@@ -96,11 +96,8 @@ async function git(...args: string[]): Promise<string> {
 
 const buildSecrets = await npmBuildSecrets();
 const secretArgs = buildSecrets.flatMap(({ id, path }) => ['--secret', `id=${id},src=${path}`]);
-// The per-build labels a pipeline adds; the image built here comes from this checkout.
-const buildLabels = [
-  `--label=org.opencontainers.image.source=file://${REPO_ROOT}`,
-  `--label=org.opencontainers.image.revision=${revision}`,
-];
+// What a pipeline passes; the image built here comes from this checkout.
+const buildArgs = [`--build-arg=REVISION=${revision}`, `--build-arg=SOURCE_URL=file://${REPO_ROOT}`];
 
 let podman: Podman;
 let scratch: string;
@@ -121,7 +118,7 @@ beforeAll(async () => {
       '--pull=never',
       '--network=host',
       ...secretArgs,
-      ...buildLabels,
+      ...buildArgs,
       ...target,
       '--tag',
       tag,
