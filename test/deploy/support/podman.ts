@@ -9,14 +9,14 @@ import { promisify } from 'node:util';
 
 const execFileAsync = promisify(execFile);
 
-// Image archives and build logs are large; the default 1 MB would cut them.
-const MAX_OUTPUT_BYTES = 1 << 30;
+// A build's log may outgrow execFile's default of 1 MB.
+const MAX_OUTPUT_BYTES = 64 << 20;
 
 /**
- * runc, because crun fails on this kernel's cgroup layout. Ulimits below every machine's hard limits:
- * podman's defaults (a million open files) exceed what a sandboxed root may set, and runc then refuses
- * to start the container ("error setting rlimit type 7"). cgroupfs and a file for events, because the
- * machine runs no systemd.
+ * runc, because crun (podman's other runtime) fails on this kernel's cgroup layout. Ulimits below any
+ * machine's hard limits: podman's defaults (a million open files) exceed what a sandboxed root may set,
+ * and runc then refuses to start the container ("error setting rlimit type 7"). cgroupfs and a file for
+ * events, because the machine runs no systemd.
  */
 const CONTAINERS_CONF = `[containers]
 default_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]
@@ -33,8 +33,6 @@ export interface CommandOutput {
 }
 
 export interface Podman {
-  /** The folder holding this podman's configuration and storage. */
-  home: string;
   /** Runs `podman ARGS…` and returns its output; rejects with the output when it exits non-zero. */
   run(args: string[]): Promise<CommandOutput>;
   /** Runs `podman ARGS…` with `input` piped to its standard input (e.g. `podman import -`). */
@@ -59,10 +57,9 @@ runroot = "${join(home, 'run')}"
     CONTAINERS_CONF: join(home, 'containers.conf'),
     CONTAINERS_STORAGE_CONF: join(home, 'storage.conf'),
   };
-  // The engine's state (container database, locks) beside the storage, not in the machine's /run/libpod.
+  // libpod's run-time state (exit codes, events, its boot marker) beside the storage, not in /run/libpod.
   const global = ['--tmpdir', join(home, 'tmp')];
   return {
-    home,
     async run(args) {
       return execFileAsync('podman', [...global, ...args], { env, maxBuffer: MAX_OUTPUT_BYTES });
     },
@@ -72,6 +69,8 @@ runroot = "${join(home, 'run')}"
       const stderr: Buffer[] = [];
       child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
       child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
+      // A podman that exits early closes its input; its exit code says why.
+      child.stdin.on('error', () => undefined);
       input.pipe(child.stdin);
       const code = await new Promise<number | null>((resolve, reject) => {
         child.on('error', reject);
