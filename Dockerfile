@@ -61,7 +61,8 @@ USER 1000:1000
 EXPOSE 8080 9090
 STOPSIGNAL SIGTERM
 # node itself is the process, so SIGTERM reaches gengate (which drains and exits 0), not a shell or npm.
-# The V8 flags are the deployment's (docs/deploy.md, "Running the process without Kubernetes"). The configuration is mounted at this path.
+# The V8 flags are the deployment's (docs/deploy.md, "Running the process without Kubernetes"). The
+# configuration is mounted at this path.
 ENTRYPOINT []
 CMD ["node", "--max-semi-space-size=16", "--heap-growing-percent=50", "/app/dist/main.js", \
      "--config", "/etc/gengate/gengate.yaml"]
