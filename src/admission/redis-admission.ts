@@ -162,7 +162,7 @@ export function createRedisAdmission(options: RedisAdmissionOptions): Admission 
       }
       if (result === undefined) return sequential.admit(tenantId, limits, requestId);
       if (result === KEY_WITHOUT_RECORD) {
-        refuseKeyWithoutRecord(options.logger, requestId.requestId);
+        refuseKeyWithoutRecord(options.logger, options.connection, requestId.requestId);
         return requestId.intent === 'claim'
           ? { kind: 'request_id_taken', outcome: { kind: 'owned_by_another_tenant' } }
           : { kind: 'not_owned' };

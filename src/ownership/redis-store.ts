@@ -39,7 +39,7 @@ export const NO_RECORD_REPLY = 'no_record';
 const OWNER_SEPARATOR = ' ';
 
 // Reply: nil when this call claimed the id, the existing record, or {'no_record'} when the key holds
-// something else than a record (see keyWithoutRecord).
+// something else than a record (see refuseKeyWithoutRecord).
 const CLAIM_LUA = `
 -- pcall: a key that is not a string is that id's damage, answered as such, not a failed store call.
 local existing = redis.pcall('GET', KEYS[1])
@@ -136,9 +136,13 @@ export function decodeRecord(value: string): OwnershipRecord {
  * go on at once with another id), and the breaker, which every tenant shares, stays closed. Overwriting
  * the key could destroy what its writer keeps there; the operator is told which key to look at.
  */
-export function refuseKeyWithoutRecord(logger: StoreLogger, requestId: string): void {
+export function refuseKeyWithoutRecord(
+  logger: StoreLogger,
+  connection: RedisConnection,
+  requestId: string,
+): void {
   logger.warn(
-    { requestId, key: ownershipKey(requestId) },
+    { requestId, key: `${connection.options.keyPrefix ?? ''}${ownershipKey(requestId)}` },
     "a request id's key holds no record (another type); the id is refused as taken",
   );
 }
@@ -264,7 +268,8 @@ export function createRedisOwnershipStore(options: RedisOwnershipStoreOptions): 
       if (claimed.ok) {
         if (claimed.value === null) return { kind: 'claimed' };
         if (typeof claimed.value === 'string') return claimOutcomeOf(decodeRecord(claimed.value), tenantId);
-        refuseKeyWithoutRecord(logger, requestId);
+        // The script's one other answer, {'no_record'}.
+        refuseKeyWithoutRecord(logger, connection, requestId);
         return { kind: 'owned_by_another_tenant' };
       }
       requireFailOpen();
@@ -301,7 +306,7 @@ export function createRedisOwnershipStore(options: RedisOwnershipStoreOptions): 
       const found = await attempt(() => readRecord(requestId));
       if (found.ok && found.value !== null) {
         if (typeof found.value === 'string') return decodeRecord(found.value).tenantId === tenantId;
-        refuseKeyWithoutRecord(logger, requestId);
+        refuseKeyWithoutRecord(logger, connection, requestId);
         return false;
       }
       // Not in the store: it may be a claim this replica made during an outage, not yet written back.

@@ -213,7 +213,7 @@ test('through a fail-closed gateway: 409 on the damaged id’s create, 404 on it
     const warning = harness.logLines
       .map((line) => JSON.parse(line) as Record<string, unknown>)
       .find((line) => line.msg === KEY_WITHOUT_RECORD_WARNING);
-    expect(warning).toMatchObject({ requestId: damaged, key: `request:${damaged}` });
+    expect(warning).toMatchObject({ requestId: damaged, key: `${KEY_PREFIX}request:${damaged}` });
   } finally {
     await harness.close();
     await redis.stop();
