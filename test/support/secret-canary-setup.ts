@@ -3,8 +3,13 @@
 // upstream requests the shared harnesses feed it. A finding fails the test it occurred in (afterEach), or,
 // for what arrives later (a response body still streaming, the lines a gateway logs while it closes),
 // the file (afterAll, which runs after the file's own hooks have closed its servers), so `npm test` fails.
-import { afterAll, afterEach } from 'vitest';
-import { describeCanaryFindings, searchProduced, takeCanaryFindings } from './secret-canary.ts';
+import { afterAll, afterEach, beforeEach } from 'vitest';
+import {
+  describeCanaryFindings,
+  markTestRunning,
+  searchProduced,
+  takeCanaryFindings,
+} from './secret-canary.ts';
 
 const fetchWithoutCanary = globalThis.fetch;
 const bodiesBeingSearched = new Set<Promise<void>>();
@@ -41,7 +46,15 @@ function failOnFindings(): void {
   if (found.length > 0) throw new Error(describeCanaryFindings(found));
 }
 
-afterEach(failOnFindings);
+// The first beforeEach and the last afterEach of every test: this file's hooks are registered first.
+beforeEach(() => {
+  markTestRunning(true);
+});
+
+afterEach(() => {
+  markTestRunning(false);
+  failOnFindings();
+});
 
 afterAll(async () => {
   await Promise.all(bodiesBeingSearched);

@@ -1,5 +1,6 @@
 // The secret canary itself: it finds the markers in every form it claims to, and a run whose gateway logs
-// a key fails, naming the test and where the key was found (a vitest of its own on a leaking fixture).
+// a key or a token fails, naming the test (or the file's hooks) and where the secret was found (a vitest
+// of its own on a leaking fixture).
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createRequire } from 'node:module';
@@ -66,7 +67,7 @@ describe('the search', () => {
   });
 });
 
-test('a run whose gateway logs a key fails, naming the leaking tests, the secret, its form and the source', async () => {
+test('a run whose gateway logs a key or a token fails, naming the leaking tests, the secret, its form and the source', async () => {
   // vitest's command, as npm's bin link runs it.
   const vitest = join(dirname(createRequire(import.meta.url).resolve('vitest/package.json')), 'vitest.mjs');
   // process.execPath is the Node 24 running this suite; the environment is clean of this run's own.
@@ -82,6 +83,11 @@ test('a run whose gateway logs a key fails, naming the leaking tests, the secret
 
   expect(exitCode).toBe(1);
   expect(output).toContain('Tests  2 failed | 1 passed (3)');
+  // A line logged after the last test fails the file.
+  expect(output).toContain('Failed Suites 1');
+  expect(output).toContain(
+    '- upstream token (text) in a log line, during "the file’s hooks (outside any test)"',
+  );
   expect(output).toContain(
     '- tenant key (text) in a log line, during "a trace line with the Authorization header"',
   );

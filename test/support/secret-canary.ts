@@ -78,10 +78,18 @@ export interface CanaryFinding {
 }
 
 const findings: CanaryFinding[] = [];
+// Set from each test's first hook to its last (secret-canary-setup.ts): vitest's state keeps the last
+// test's name after it has ended.
+let inTest = false;
 
-/** The name of the running test, for findings; hooks outside any test say so. */
+export function markTestRunning(running: boolean): void {
+  inTest = running;
+}
+
+/** The name of the running test, for findings; the file's own hooks say so. */
 export function currentTestName(): string {
-  return expect.getState().currentTestName ?? 'the file’s hooks (outside any test)';
+  const name = inTest ? expect.getState().currentTestName : undefined;
+  return name ?? 'the file’s hooks (outside any test)';
 }
 
 /** Records a finding that is not a search hit (e.g. an upstream request without its token). */
