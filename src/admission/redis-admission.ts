@@ -4,7 +4,12 @@
 // way: a store that is failing (the shared breaker sends both steps to their fallbacks), a charge decided
 // without the store, or an id the store does not know but this replica may have claimed while the store
 // was down.
-import { decodeRecord, ownershipKey } from '../ownership/redis-store.ts';
+import {
+  NO_RECORD_REPLY,
+  decodeRecord,
+  ownershipKey,
+  refuseKeyWithoutRecord,
+} from '../ownership/redis-store.ts';
 import { claimOutcomeOf, type OwnershipStore } from '../ownership/store.ts';
 import { decideWithoutStore } from '../ratelimit/decision.ts';
 import type { RateLimitMetrics } from '../ratelimit/metrics.ts';
@@ -18,7 +23,7 @@ import type { LimitRequest, RateLimiter } from '../ratelimit/types.ts';
 import type { StoreBreaker } from '../store/circuit-breaker.ts';
 import { batchPerTurn } from '../store/batch-per-turn.ts';
 import { turnScheduleOf } from '../store/coalesce-writes.ts';
-import { commandDeadline, defineScript, type RedisConnection } from '../store/redis.ts';
+import { commandDeadline, defineScript, type RedisConnection, type StoreLogger } from '../store/redis.ts';
 import {
   createSequentialAdmission,
   type Admission,
@@ -29,7 +34,7 @@ import {
 // One admission: its id's record (`<tenant>` pending, `<tenant> <response>` completed; see
 // ownership/redis-store), its limits' keys and charge_limits' arguments, as charge_limits takes them.
 // Reply: {'taken', record} | {'not_owned'} | {'unknown'} | {'charged', charge_limits' reply} |
-// {'error'} (the id's key holds something else than a record).
+// {'no_record'} (the id's key holds something else than a record: refuseKeyWithoutRecord).
 //
 // The script admits a turn's requests in order (src/store/batch-per-turn.ts), all at one moment (one
 // TIME). ARGV[1] is their number, ARGV[2] and ARGV[3] charge_limits' clock and TTL margin, ARGV[4] the
@@ -37,10 +42,10 @@ import {
 // ARGV its limit count, `claim` or `own`, its tenant and 3 arguments per limit (charge_limits' own).
 const ADMISSION_LUA = `${CHARGE_LIMITS_LUA}
 local function admit(record_key, limit_keys, intent, tenant, ttl, charge_args, now)
-  -- pcall: a key that is not a string fails this admission alone, not the others of its call (Redis
-  -- would keep what they had already written).
+  -- pcall: a key that is not a string refuses this admission alone, not the others of its call (Redis
+  -- would keep what they had already written), and charges nothing.
   local record = redis.pcall('GET', record_key)
-  if type(record) == 'table' then return {'error'} end
+  if type(record) == 'table' then return {'${NO_RECORD_REPLY}'} end
   if intent == 'claim' then
     if record then return {'taken', record} end
   elseif not record then
@@ -83,6 +88,7 @@ export interface RedisAdmissionOptions {
   ownershipTtlMs: number;
   limiter: RateLimiter;
   metrics: RateLimitMetrics;
+  logger: StoreLogger;
   /** Tests only, as for the limiter: "now" (µs) for charge_limits instead of Redis TIME. */
   scriptClockForTests?: () => number;
 }
@@ -146,7 +152,7 @@ export function createRedisAdmission(options: RedisAdmissionOptions): Admission 
       ) {
         return sequential.admit(tenantId, limits, requestId);
       }
-      let result: AdmissionResult | undefined;
+      let result: ReturnType<typeof resultOf>;
       try {
         result = resultOf(await runInStore(tenantId, limits, requestId), tenantId, limits);
       } catch {
@@ -155,6 +161,12 @@ export function createRedisAdmission(options: RedisAdmissionOptions): Admission 
         return sequential.admit(tenantId, limits, requestId);
       }
       if (result === undefined) return sequential.admit(tenantId, limits, requestId);
+      if (result === KEY_WITHOUT_RECORD) {
+        refuseKeyWithoutRecord(options.logger, options.connection, requestId.requestId);
+        return requestId.intent === 'claim'
+          ? { kind: 'request_id_taken', outcome: { kind: 'owned_by_another_tenant' } }
+          : { kind: 'not_owned' };
+      }
       if (result.kind === 'decided' && result.decision !== undefined) {
         metrics.recordDecision(tenantId, result.decision, limits);
       }
@@ -163,12 +175,17 @@ export function createRedisAdmission(options: RedisAdmissionOptions): Admission 
   };
 }
 
-/** The script's answer, or undefined for `unknown` (the sequential way decides those). */
+const KEY_WITHOUT_RECORD = Symbol('key without record');
+
+/**
+ * The script's answer; undefined for `unknown` (the sequential way decides those), KEY_WITHOUT_RECORD
+ * when the id's key holds no record.
+ */
 function resultOf(
   reply: unknown,
   tenantId: string,
   limits: readonly LimitRequest[],
-): AdmissionResult | undefined {
+): AdmissionResult | typeof KEY_WITHOUT_RECORD | undefined {
   if (!Array.isArray(reply)) throw new Error('unexpected admission script reply');
   const [kind, detail] = reply as [unknown, unknown];
   switch (kind) {
@@ -178,9 +195,8 @@ function resultOf(
       return { kind: 'not_owned' };
     case 'unknown':
       return undefined;
-    case 'error':
-      // As a failed call of its own would: the breaker trips and the sequential way decides.
-      throw new Error("the request id's key holds no record");
+    case NO_RECORD_REPLY:
+      return KEY_WITHOUT_RECORD;
     case 'taken':
       if (typeof detail !== 'string') throw new Error('unexpected admission script reply');
       return { kind: 'request_id_taken', outcome: claimOutcomeOf(decodeRecord(detail), tenantId) };

@@ -14,7 +14,13 @@ import {
 import type { ObserveStore } from '../ratelimit/metrics.ts';
 import { batchPerTurn } from '../store/batch-per-turn.ts';
 import { turnScheduleOf } from '../store/coalesce-writes.ts';
-import { commandDeadline, defineScript, type RedisConnection, type StoreLogger } from '../store/redis.ts';
+import {
+  commandDeadline,
+  defineScript,
+  isWrongTypeReply,
+  type RedisConnection,
+  type StoreLogger,
+} from '../store/redis.ts';
 import { createMemoryOwnershipStore } from './memory-store.ts';
 import {
   canonicalRequestId,
@@ -24,14 +30,20 @@ import {
   type SubmissionResponse,
 } from './store.ts';
 
+/** What the scripts answer for an id whose key holds another type than a record's string. */
+export const NO_RECORD_REPLY = 'no_record';
+
 // A record is `<tenant>` while pending, `<tenant> <JSON of the response>` once completed; tenant ids
 // never contain a space, so the owner is readable without decoding the rest (in Lua too, see
 // src/admission/redis-admission.ts).
 const OWNER_SEPARATOR = ' ';
 
-// Reply: nil when this call claimed the id, otherwise the existing record.
+// Reply: nil when this call claimed the id, the existing record, or {'no_record'} when the key holds
+// something else than a record (see refuseKeyWithoutRecord).
 const CLAIM_LUA = `
-local existing = redis.call('GET', KEYS[1])
+-- pcall: a key that is not a string is that id's damage, answered as such, not a failed store call.
+local existing = redis.pcall('GET', KEYS[1])
+if type(existing) == 'table' then return {'${NO_RECORD_REPLY}'} end
 if existing then return existing end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return false`;
@@ -117,11 +129,31 @@ export function decodeRecord(value: string): OwnershipRecord {
   return { tenantId: value.slice(0, separator), response: decodeResponse(value.slice(separator + 1)) };
 }
 
+/**
+ * An id whose key holds another type than a record's string: written by something else than gengate
+ * sharing the key space, or damaged. The store answered, so this is that id's fault alone: its request
+ * is refused as if another tenant held the id (409 on a create, 404 on a read or cancel: the client can
+ * go on at once with another id), and the breaker, which every tenant shares, stays closed. Overwriting
+ * the key could destroy what its writer keeps there; the operator is told which key to look at.
+ */
+export function refuseKeyWithoutRecord(
+  logger: StoreLogger,
+  connection: RedisConnection,
+  requestId: string,
+): void {
+  logger.warn(
+    { requestId, key: `${connection.options.keyPrefix ?? ''}${ownershipKey(requestId)}` },
+    "a request id's key holds no record (another type); the id is refused as taken",
+  );
+}
+
 function storeUnavailable() {
   return gatewayError('store_unavailable', 'the request ownership store is unavailable; retry shortly', {
     headers: { 'retry-after': String(STORE_UNAVAILABLE_RETRY_AFTER_SECONDS) },
   });
 }
+
+const KEY_WITHOUT_RECORD = Symbol('key without record');
 
 type Attempt<T> = { ok: true; value: T } | { ok: false };
 
@@ -210,7 +242,10 @@ export function createRedisOwnershipStore(options: RedisOwnershipStoreOptions): 
         );
         if (!written.ok) return;
         if (written.value === 0)
-          logger.warn({}, 'a request id claimed during a store outage is held by another tenant');
+          logger.warn(
+            {},
+            'a request id claimed during a store outage is held by another tenant, or its key holds no record',
+          );
         if (fallback.recordOf(id) !== record) continue;
         unsynced.delete(id);
         await fallback.release(id);
@@ -218,15 +253,24 @@ export function createRedisOwnershipStore(options: RedisOwnershipStoreOptions): 
     }
   }
 
+  // A plain GET: WRONGTYPE is Redis answering about this key (see refuseKeyWithoutRecord), not failing.
+  const readRecord = (requestId: string): Promise<string | null | typeof KEY_WITHOUT_RECORD> =>
+    connection.get(ownershipKey(requestId)).catch((error: unknown) => {
+      if (isWrongTypeReply(error)) return KEY_WITHOUT_RECORD;
+      throw error;
+    });
+
   const isLocal = (requestId: string) => fallback.recordOf(requestId) !== undefined;
 
   return {
     async claim(requestId, tenantId) {
       const claimed = await attempt(() => claimScript(1, ownershipKey(requestId), tenantId, ttlMs));
       if (claimed.ok) {
-        return typeof claimed.value === 'string'
-          ? claimOutcomeOf(decodeRecord(claimed.value), tenantId)
-          : { kind: 'claimed' };
+        if (claimed.value === null) return { kind: 'claimed' };
+        if (typeof claimed.value === 'string') return claimOutcomeOf(decodeRecord(claimed.value), tenantId);
+        // The script's one other answer, {'no_record'}.
+        refuseKeyWithoutRecord(logger, connection, requestId);
+        return { kind: 'owned_by_another_tenant' };
       }
       requireFailOpen();
       const outcome = await fallback.claim(requestId, tenantId);
@@ -259,8 +303,12 @@ export function createRedisOwnershipStore(options: RedisOwnershipStoreOptions): 
     },
 
     async owns(requestId, tenantId) {
-      const found = await attempt(() => connection.get(ownershipKey(requestId)));
-      if (found.ok && found.value !== null) return decodeRecord(found.value).tenantId === tenantId;
+      const found = await attempt(() => readRecord(requestId));
+      if (found.ok && found.value !== null) {
+        if (typeof found.value === 'string') return decodeRecord(found.value).tenantId === tenantId;
+        refuseKeyWithoutRecord(logger, connection, requestId);
+        return false;
+      }
       // Not in the store: it may be a claim this replica made during an outage, not yet written back.
       if (await fallback.owns(requestId, tenantId)) return true;
       if (found.ok) return false;

@@ -120,6 +120,7 @@ export async function openStore(
           ownershipTtlMs,
           limiter,
           metrics,
+          logger: deps.logger,
         });
   return {
     limiter,

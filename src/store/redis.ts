@@ -166,6 +166,15 @@ export async function withDeadline<T>(operation: Promise<T>, timeoutMs: number):
 }
 
 /**
+ * Whether `error` is Redis answering that a key holds another type than the command works on. The store
+ * is healthy: that one key is damaged, or was written by something else sharing the key space.
+ */
+export function isWrongTypeReply(error: unknown): boolean {
+  // ioredis types its ReplyError class as any; its name says what it is.
+  return error instanceof Error && error.name === 'ReplyError' && error.message.startsWith('WRONGTYPE ');
+}
+
+/**
  * Every key of one tenant carries the same Cluster hash tag, so multi-key scripts over a tenant's keys
  * never cross slots. ioredis adds `keyPrefix` in front.
  */

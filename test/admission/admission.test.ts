@@ -1,6 +1,7 @@
 // Admission (src/admission): a request's id and its charge decided together, both or neither. The same
 // cases run on a single Redis (one script call) and in memory (the sequential way), against real stores;
-// the Redis-only cases prove the single round trip and the fallback through the shared breaker.
+// the Redis-only cases prove the single round trip and the fallback through the shared breaker (a damaged
+// id key, refused alone: damaged-record.test.ts).
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import { Registry } from 'prom-client';
@@ -277,27 +278,6 @@ describe('admission on a single Redis', () => {
       const scripts = sent.filter(([name]) => /^evalsha$|^eval$/i.test(name ?? ''));
       // The number of admissions is the first argument after the keys (two per admission).
       expect(scripts.map((args) => args[3 + Number(args[2])])).toEqual(['64', '1']);
-    } finally {
-      await store.close();
-    }
-  });
-
-  test('an id whose key holds no record fails its own admission alone, as a call of its own would', async () => {
-    const store = await open(storeConfig('redis', redis.url));
-    try {
-      const [before, damaged, after] = [randomUUID(), randomUUID(), randomUUID()];
-      await redis.client().hset(`gengate:request:${damaged}`, 'not', 'a record');
-      const [first, second, third] = await Promise.all(
-        [before, damaged, after].map((requestId) =>
-          store.admission.admit('damaged', TWO_PER_MINUTE, { requestId, intent: 'claim' }),
-        ),
-      );
-      // The others were decided exactly, in Redis; the damaged one by the fallback, after the trip.
-      expect(first).toMatchObject({ kind: 'decided', decision: { outcome: 'admitted', exact: true } });
-      expect(third).toMatchObject({ kind: 'decided', decision: { outcome: 'admitted', exact: true } });
-      expect(second).toMatchObject({ kind: 'decided', decision: { exact: false } });
-      expect(await redis.client().get(`gengate:request:${before}`)).toBe('damaged');
-      expect(await redis.client().get(`gengate:request:${after}`)).toBe('damaged');
     } finally {
       await store.close();
     }

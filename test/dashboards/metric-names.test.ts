@@ -2,7 +2,6 @@
 // every store metric is registered) is scraped, and each name in each panel query and variable must be
 // one of its families, or a histogram's _bucket, _sum or _count series.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { generateTenantKey } from '../../src/auth/keys.ts';
 import {
   oneTenantConfig,
   startGatewayProcess,
@@ -11,6 +10,7 @@ import {
 } from '../support/gateway-process.ts';
 import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
 import { DASHBOARD_FILES, dataPanels, readDashboard, type DashboardJson } from './committed-json.ts';
+import { CANARY_UPSTREAM_TOKENS, canaryTenantKey } from '../support/secret-canary.ts';
 
 // Words of PromQL that look like metric names once strings, matchers and windows are gone.
 const PROMQL_KEYWORDS = new Set(['and', 'or', 'unless', 'bool', 'offset', 'inf', 'nan']);
@@ -74,7 +74,7 @@ let families: Map<string, string>;
 
 beforeAll(async () => {
   redis = await startRedisServer();
-  const key = generateTenantKey();
+  const key = canaryTenantKey();
   const configPath = await writeTempConfig(
     oneTenantConfig({
       // Never called: the test only reads the metrics the process registers at start-up.
@@ -83,7 +83,7 @@ beforeAll(async () => {
       store: `{ kind: redis, redis: { url: "${redis.url}" } }`,
     }),
   );
-  gateway = await startGatewayProcess(configPath, { SHARED_TOKEN: 'upstream_token_never_sent' });
+  gateway = await startGatewayProcess(configPath, { SHARED_TOKEN: CANARY_UPSTREAM_TOKENS.shared });
   const response = await fetch(`${gateway.adminUrl}/metrics`);
   families = familiesIn(await response.text());
 });

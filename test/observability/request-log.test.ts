@@ -4,7 +4,6 @@
 // of a request, Fastify's own client-error lines included.
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { generateTenantKey } from '../../src/auth/keys.ts';
 import { startSimulator } from '../../src/simulator/server.ts';
 import {
   oneTenantConfig,
@@ -13,8 +12,9 @@ import {
   type GatewayProcess,
 } from '../support/gateway-process.ts';
 import { sendRaw } from '../support/raw-http.ts';
+import { CANARY_UPSTREAM_TOKENS, canaryTenantKey } from '../support/secret-canary.ts';
 
-const TOKEN = 'upstream_canary_token_4b1e7d90c3a2';
+const TOKEN = CANARY_UPSTREAM_TOKENS.shared;
 // Bytes that only ever travel inside requests: in a log line they would be raw request data.
 const RAW_CANARY = 'rawbytes_canary_95d3e1';
 const POSITIVE_PROMPT = 'a lighthouse at dusk, prompt_canary_positive';
@@ -47,7 +47,7 @@ interface Run {
 
 /** Runs a gengate at trace, sends every kind of request, stops it (flushing its log) and returns its output. */
 async function runGateway(logPrompts: boolean): Promise<Run> {
-  const key = generateTenantKey();
+  const key = canaryTenantKey();
   const config = oneTenantConfig({ upstreamUrl: simulator.url, keys: [key] });
   const gateway = await startGatewayProcess(
     await writeTempConfig(`${config}logging: { prompts: ${String(logPrompts)} }\n`),

@@ -2,7 +2,6 @@
 // processes share one Redis; one runs with its clock an hour behind (test/support/shifted-clock.ts),
 // and both must describe the same limit the same way.
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { generateTenantKey } from '../../src/auth/keys.ts';
 import { startSimulator } from '../../src/simulator/server.ts';
 import {
   oneTenantConfig,
@@ -12,10 +11,11 @@ import {
 } from '../support/gateway-process.ts';
 import { shiftedClock } from '../support/shifted-clock.ts';
 import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
+import { CANARY_UPSTREAM_TOKENS, canaryTenantKey } from '../support/secret-canary.ts';
 
-const TOKEN = 'upstream_token_for_clock_test';
+const TOKEN = CANARY_UPSTREAM_TOKENS.shared;
 const HOUR_SECONDS = 3600;
-const key = generateTenantKey();
+const key = canaryTenantKey();
 let redis: RedisServer;
 let simulator: Awaited<ReturnType<typeof startSimulator>>;
 const replicas: GatewayProcess[] = [];

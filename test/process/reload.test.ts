@@ -2,7 +2,6 @@
 // flight never see a half-applied configuration; an invalid file is refused and the old one kept.
 import { writeFile } from 'node:fs/promises';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { generateTenantKey } from '../../src/auth/keys.ts';
 import { startSimulator } from '../../src/simulator/server.ts';
 import {
   oneTenantConfig,
@@ -11,10 +10,11 @@ import {
   type GatewayProcess,
 } from '../support/gateway-process.ts';
 import { waitFor } from '../support/wait-for.ts';
+import { CANARY_UPSTREAM_TOKENS, canaryTenantKey } from '../support/secret-canary.ts';
 
-const TOKEN = 'upstream_token_for_reload_test';
-const firstKey = generateTenantKey();
-const addedKey = generateTenantKey();
+const TOKEN = CANARY_UPSTREAM_TOKENS.shared;
+const firstKey = canaryTenantKey();
+const addedKey = canaryTenantKey();
 let simulator: Awaited<ReturnType<typeof startSimulator>>;
 let gateway: GatewayProcess;
 let configPath: string;

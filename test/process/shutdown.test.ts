@@ -3,13 +3,13 @@
 import { once } from 'node:events';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { generateTenantKey } from '../../src/auth/keys.ts';
 import { startSimulator } from '../../src/simulator/server.ts';
 import { oneTenantConfig, startGatewayProcess, writeTempConfig } from '../support/gateway-process.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { sendRaw } from '../support/raw-http.ts';
+import { CANARY_UPSTREAM_TOKENS, canaryTenantKey } from '../support/secret-canary.ts';
 
-const TOKEN = 'upstream_token_for_shutdown_test';
+const TOKEN = CANARY_UPSTREAM_TOKENS.shared;
 let simulator: Awaited<ReturnType<typeof startSimulator>>;
 beforeAll(async () => {
   simulator = await startSimulator({
@@ -25,7 +25,7 @@ afterAll(async () => {
 });
 
 test('SIGTERM with a request in flight: the request completes, readiness drops, exit code 0', async () => {
-  const key = generateTenantKey();
+  const key = canaryTenantKey();
   const configPath = await writeTempConfig(oneTenantConfig({ upstreamUrl: simulator.url, keys: [key] }));
   const gateway = await startGatewayProcess(configPath, { SHARED_TOKEN: TOKEN });
   expect((await fetch(`${gateway.adminUrl}/readyz`)).status).toBe(200);
@@ -49,7 +49,7 @@ test('SIGTERM with a request in flight: the request completes, readiness drops, 
 });
 
 test('SIGTERM with connections that never sent a request: the drain does not wait for them', async () => {
-  const key = generateTenantKey();
+  const key = canaryTenantKey();
   const configPath = await writeTempConfig(oneTenantConfig({ upstreamUrl: simulator.url, keys: [key] }));
   const gateway = await startGatewayProcess(configPath, { SHARED_TOKEN: TOKEN });
   const { hostname, port } = new URL(gateway.gatewayUrl);

@@ -1,12 +1,15 @@
 // Starts what a gateway test needs, all real and on loopback: the upstream simulator on a port of its
 // own, and a gateway built by buildApp with three tenants (alpha and gamma share the upstream credential
-// `shared`), listening on port 0. Logs are captured.
+// `shared`), listening on port 0. Logs are captured. The keys and tokens are the secret canary's
+// (secret-canary.ts): everything the gateway logs at any level, writes to its sockets and exposes as
+// metrics is searched for them, and every request the upstream receives must carry the tenant's upstream
+// token and never a tenant key.
+import type { Socket } from 'node:net';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, beforeEach } from 'vitest';
 import pino from 'pino';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.ts';
-import { generateTenantKey } from '../../src/auth/keys.ts';
 import { createTenantDirectory } from '../../src/auth/tenant-directory.ts';
 import { parseConfigText } from '../../src/config/load.ts';
 import { createMetrics, type GatewayMetrics } from '../../src/observability/metrics.ts';
@@ -15,11 +18,18 @@ import type { RateLimiter } from '../../src/ratelimit/types.ts';
 import { startSimulator } from '../../src/simulator/server.ts';
 import { openStore } from '../../src/store/from-config.ts';
 import { createUpstreamClient } from '../../src/upstream/client.ts';
+import type { ReceivedRequest } from '../../src/simulator/record.ts';
+import {
+  CANARY_UPSTREAM_TOKENS,
+  canaryTenantKey,
+  currentTestName,
+  recordCanaryFinding,
+  searchForTenantKeys,
+  searchProduced,
+  streamSearch,
+} from './secret-canary.ts';
 
-export const UPSTREAM_TOKENS = {
-  shared: 'upstream_shared_0f4e9c2b7a61d385',
-  research: 'upstream_research_5b8d1e7c3f29a604',
-};
+export const UPSTREAM_TOKENS = CANARY_UPSTREAM_TOKENS;
 
 export interface GatewayHarness {
   url: string;
@@ -57,10 +67,10 @@ export async function startGatewayHarness(options: HarnessOptions = {}): Promise
       ? {}
       : { requestsPerMinute: options.simulatorRequestsPerMinute }),
   });
-  const alpha = generateTenantKey();
-  const beta = generateTenantKey();
-  const gamma = generateTenantKey();
-  const expired = generateTenantKey();
+  const alpha = canaryTenantKey();
+  const beta = canaryTenantKey();
+  const gamma = canaryTenantKey();
+  const expired = canaryTenantKey();
   const yaml = `
 server:
   host: 127.0.0.1
@@ -97,14 +107,20 @@ tenants:
     baseDir: process.cwd(),
   });
   const logLines: string[] = [];
+  // Tests read the lines at info and above; the canary searches every line, trace included.
   const logger = pino(
-    { level: 'info' },
-    new Writable({
-      write(chunk: Buffer, _encoding, callback) {
-        logLines.push(chunk.toString('utf8'));
-        callback();
+    { level: 'trace' },
+    pino.multistream([
+      { level: 'info', stream: linesInto(logLines) },
+      {
+        level: 'trace',
+        stream: {
+          write: (line: string) => {
+            searchProduced('a log line', line);
+          },
+        },
       },
-    }),
+    ]),
   );
   const metrics = createMetrics();
   const upstream = createUpstreamClient({ baseUrl: simulator.url, timeoutMs: config.upstream.timeoutMs });
@@ -122,25 +138,93 @@ tenants:
     ownership: store.ownership,
     admission: store.admission,
   });
+  app.server.on('connection', searchWhatIsWritten);
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
+  const checkUpstreamRequests = checkEachUpstreamRequest(simulator.received);
   return {
     url,
     app,
-    simulator,
+    simulator: {
+      ...simulator,
+      clearReceived() {
+        checkUpstreamRequests();
+        simulator.clearReceived();
+      },
+    },
     metrics,
     limiter: store.limiter,
     keys: { alpha: alpha.key, beta: beta.key, gamma: gamma.key, expired: expired.key },
     logLines,
     async close() {
+      searchProduced('the metrics', await metrics.registry.metrics());
       await app.close();
       await upstream.close();
       await store.close();
       await simulator.close();
-      // Every suite that uses the harness also proves that no key or token reached its logs.
-      const logged = logLines.join('');
-      const secrets = [alpha.key, beta.key, gamma.key, expired.key, ...Object.values(UPSTREAM_TOKENS)];
-      if (secrets.some((secret) => logged.includes(secret))) throw new Error('a key or token was logged');
+      checkUpstreamRequests();
     },
+  };
+}
+
+function linesInto(lines: string[]): Writable {
+  return new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      lines.push(chunk.toString('utf8'));
+      callback();
+    },
+  });
+}
+
+/** Every byte the gateway writes to a client's socket: heads, bodies, and answers to malformed HTTP. */
+function searchWhatIsWritten(socket: Socket): void {
+  const search = streamSearch(`what the gateway wrote to a client (port ${socket.remotePort ?? '?'})`);
+  const write = socket.write.bind(socket) as (...args: unknown[]) => boolean;
+  const end = socket.end.bind(socket) as (...args: unknown[]) => Socket;
+  const searchData = (data: unknown) => {
+    if (typeof data === 'string' || data instanceof Uint8Array) search(data);
+  };
+  socket.write = (...args: unknown[]) => {
+    searchData(args[0]);
+    return write(...args);
+  };
+  socket.end = (...args: unknown[]) => {
+    searchData(args[0]);
+    return end(...args);
+  };
+}
+
+/**
+ * Checks the requests the upstream received since the last check: each carries one of the upstream tokens
+ * and no tenant key, in its target, its headers or its body. The body is read after the request arrived,
+ * so the check runs when the record is about to be emptied and when the harness closes; each finding names
+ * the test during which the request arrived.
+ */
+function checkEachUpstreamRequest(received: ReceivedRequest[]): () => void {
+  const arrivedDuring = new WeakMap<ReceivedRequest, string>();
+  const push = received.push.bind(received);
+  // Not enumerable: tests compare the record with arrays.
+  Object.defineProperty(received, 'push', {
+    value: (...entries: ReceivedRequest[]) => {
+      for (const entry of entries) arrivedDuring.set(entry, currentTestName());
+      return push(...entries);
+    },
+  });
+  const tokens = new Set(Object.values(CANARY_UPSTREAM_TOKENS).map((token) => `Bearer ${token}`));
+  return () => {
+    for (const entry of received) {
+      const during = arrivedDuring.get(entry) ?? currentTestName();
+      const source = `the request the upstream received: ${entry.method} ${entry.url}`;
+      if (!tokens.has(String(entry.headers.authorization))) {
+        recordCanaryFinding({
+          what: 'no upstream token in its Authorization',
+          source,
+          during,
+          excerpt: String(entry.headers.authorization),
+        });
+      }
+      searchForTenantKeys(source, `${entry.url}\n${JSON.stringify(entry.headers)}`, during);
+      searchForTenantKeys(source, entry.body, during);
+    }
   };
 }
 

@@ -1,10 +1,12 @@
-// Runs `src/main.ts` as its own process, as operators do, and reads its JSON log lines.
+// Runs `src/main.ts` as its own process, as operators do, and reads its JSON log lines. It logs at trace
+// unless told otherwise, and the secret canary searches all it writes (secret-canary.ts).
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { searchProduced, streamSearch } from './secret-canary.ts';
 
 export interface GatewayProcess {
   child: ChildProcessWithoutNullStreams;
@@ -36,16 +38,21 @@ export async function startGatewayProcess(
 ): Promise<GatewayProcess> {
   // process.execPath is the Node 24 that runs this test, not the system's.
   const child = spawn(process.execPath, [...nodeArgs, 'src/main.ts', '--config', configPath], {
-    env: { PATH: process.env.PATH ?? '', ...env },
+    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'trace', ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   const lines: Record<string, unknown>[] = [];
   const stderr: string[] = [];
   const exited = once(child, 'exit').then(([code]) => code as number | null);
-  child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk.toString('utf8')));
+  const searchStderr = streamSearch('the gateway process’s stderr');
+  child.stderr.on('data', (chunk: Buffer) => {
+    searchStderr(chunk);
+    stderr.push(chunk.toString('utf8'));
+  });
   let notReady: NodeJS.Timeout | undefined;
   const ready = new Promise<Record<string, unknown>>((resolve, reject) => {
     createInterface({ input: child.stdout }).on('line', (line) => {
+      searchProduced('a log line of the gateway process', line);
       const entry = JSON.parse(line) as Record<string, unknown>;
       lines.push(entry);
       if (entry.msg === 'gengate is ready') resolve(entry);

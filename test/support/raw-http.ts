@@ -1,6 +1,8 @@
 // Sends a request exactly as written, byte for byte: fetch and undici normalise request targets
-// (dot segments, encodings), which would hide the very tricks the allowlist tests send.
+// (dot segments, encodings), which would hide the very tricks the allowlist tests send. The answer is
+// searched by the secret canary, as fetched answers are (secret-canary-setup.ts).
 import { connect } from 'node:net';
+import { searchProduced } from './secret-canary.ts';
 
 export interface RawResponse {
   status: number;
@@ -22,7 +24,9 @@ export async function sendRaw(
   socket.write(`${lines.join('\r\n')}\r\n\r\n${body}`);
   const chunks: Buffer[] = [];
   for await (const chunk of socket) chunks.push(chunk as Buffer);
-  const text = Buffer.concat(chunks).toString('utf8');
+  const answer = Buffer.concat(chunks);
+  searchProduced(`the answer to ${method} ${target} (raw)`, answer);
+  const text = answer.toString('utf8');
   const [head = '', ...rest] = text.split('\r\n\r\n');
   const [statusLine = '', ...headerLines] = head.split('\r\n');
   const parsedHeaders: Record<string, string> = {};
