@@ -9,8 +9,16 @@ import type { ServerOptions } from 'node:http';
  */
 export const CONNECTIONS_CHECKING_INTERVAL_MS = 500;
 
+/**
+ * The largest request head, Node's default pinned whatever NODE_OPTIONS says: beyond it, 431. It also
+ * keeps the number of fields far below Node's `maxHeadersCount` (2000), past which Node would drop
+ * fields silently, a second Authorization among them.
+ */
+export const MAX_HEADER_BYTES = 16_384;
+
 export function gatewayServerOptions(requestTimeoutMs: number): ServerOptions {
   return {
+    maxHeaderSize: MAX_HEADER_BYTES,
     // Strict parsing whatever NODE_OPTIONS says (--insecure-http-parser would accept obs-fold, bare LF,
     // Transfer-Encoding with Content-Length): src/gateway/request-head.ts relies on it.
     insecureHTTPParser: false,
