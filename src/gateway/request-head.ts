@@ -13,9 +13,12 @@
 // - no Host on HTTP/1.1, or more than one Host (RFC 9112 section 3.2);
 // and, because Node keeps the first of several and drops the others, where a proxy may keep another:
 // - more than one Authorization field (never served as any tenant) or Content-Type field.
+// A request line no route takes is answered here too (405 or 404), before Fastify would parse a body for
+// its 404 handler and answer 415, or 400 for a QUERY without Content-Type, first.
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
+import { unroutedRequestError } from '../errors/error-handler.ts';
 import { gatewayError, type GatewayError } from '../errors/registry.ts';
 
 const CHUNKED_ONLY = /^chunked$/i;
@@ -90,6 +93,8 @@ export function installRequestHeadAdmission(app: FastifyInstance): void {
     }
     const problem = requestHeadProblem(request.raw);
     if (problem?.headers.connection === 'close') refusedConnections.add(socket);
-    done(problem);
+    done(
+      problem ?? (request.is404 ? unroutedRequestError(request.method, request.raw.url ?? '') : undefined),
+    );
   });
 }
