@@ -129,7 +129,7 @@ export function answerConnectRequests(server: Server, logger: FastifyBaseLogger)
   server.on('connect', (request: IncomingMessage, socket: Duplex) => {
     const answer = unroutedRequestError(request.method ?? '', request.url ?? '');
     const reqId = randomUUID();
-    logger.info({ reqId, status: answer.status, method: 'CONNECT' }, 'connect refused');
+    logger.info({ reqId, status: answer.status, method: 'CONNECT' }, 'client error');
     answerAndClose(socket, answer, reqId);
   });
 }
