@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
+import { isLeftUnanswered, isRefusedConnection, refuseConnection } from '../gateway/refused-connections.ts';
 import { errorEnvelope } from '../maxai/envelope.ts';
 import { unroutedRequestError } from './error-handler.ts';
 import { gatewayError, type GatewayError } from './registry.ts';
@@ -81,11 +82,12 @@ function responseInFlight(socket: Duplex): ServerResponse | undefined {
 /**
  * Runs `answer` once the responses to the requests received whole before the broken bytes are sent,
  * in order, so a client never reads the refusal as the answer to an earlier request. A response whose
- * request is still arriving (the one that timed out, or whose body broke) is not waited for.
+ * request is still arriving (the one that timed out, or whose body broke) is not waited for, nor one to a
+ * request that arrived after the refusal (src/gateway/request-head.ts leaves those unanswered).
  */
 function afterCompleteRequestsAnswered(socket: Duplex, answer: () => void): void {
   const response = responseInFlight(socket);
-  if (response === undefined || !response.req.complete) {
+  if (response === undefined || !response.req.complete || isLeftUnanswered(response)) {
     answer();
     return;
   }
@@ -96,13 +98,13 @@ function afterCompleteRequestsAnswered(socket: Duplex, answer: () => void): void
 
 /** Fastify's `clientErrorHandler` for a server whose lines go to `logger`. */
 export function createClientErrorHandler(logger: FastifyBaseLogger) {
-  // Connections whose refusal waits for earlier responses: a parser that failed fails again on every
-  // packet that still arrives, and one refusal per connection is enough.
-  const awaitingRefusal = new WeakSet<Duplex>();
   return function answerClientError(error: ParserError, socket: Duplex): void {
-    // A reset or an already closed socket has nobody left to answer (as Fastify's default handler).
-    if (error.code === 'ECONNRESET' || socket.destroyed || awaitingRefusal.has(socket)) return;
-    awaitingRefusal.add(socket);
+    // A reset or an already closed socket has nobody left to answer (as Fastify's default handler). A
+    // connection already refused has its answer: a parser that failed fails again on every packet that
+    // still arrives, and the bytes after a refused head are no request.
+    if (error.code === 'ECONNRESET' || socket.destroyed || isRefusedConnection(socket)) return;
+    // While the refusal waits for earlier responses, a request that completes after a timeout is not served.
+    refuseConnection(socket);
     const answer = answerFor(error);
     const reqId = randomUUID();
     logger.info(

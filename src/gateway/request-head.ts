@@ -17,9 +17,9 @@
 // its 404 handler and answer 415, or 400 for a QUERY without Content-Type, first.
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import type { IncomingMessage } from 'node:http';
-import type { Socket } from 'node:net';
 import { unroutedRequestError } from '../errors/error-handler.ts';
 import { gatewayError, type GatewayError } from '../errors/registry.ts';
+import { isRefusedConnection, leaveUnanswered, refuseConnection } from './refused-connections.ts';
 
 const CHUNKED_ONLY = /^chunked$/i;
 
@@ -82,17 +82,17 @@ export function requestHeadProblem(request: IncomingMessage): GatewayError | und
  * so the connection is marked before Node parses the next message of the same bytes.
  */
 export function installRequestHeadAdmission(app: FastifyInstance): void {
-  const refusedConnections = new WeakSet<Socket>();
   app.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
     const socket = request.raw.socket;
-    if (refusedConnections.has(socket)) {
+    if (isRefusedConnection(socket)) {
       // No answer: the connection closes after the refusal, and Node then ends this response.
       reply.hijack();
+      leaveUnanswered(reply.raw);
       done();
       return;
     }
     const problem = requestHeadProblem(request.raw);
-    if (problem?.headers.connection === 'close') refusedConnections.add(socket);
+    if (problem?.headers.connection === 'close') refuseConnection(socket);
     done(
       problem ?? (request.is404 ? unroutedRequestError(request.method, request.raw.url ?? '') : undefined),
     );

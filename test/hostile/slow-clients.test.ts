@@ -128,3 +128,24 @@ test('hundreds of idle and dripping connections: others are served promptly, and
   expect(harness.simulator.received).toEqual([]);
   await servedPromptly();
 }, 20_000);
+
+test('a request that times out behind one in flight: that one is answered first, then 408, and nothing after', async () => {
+  harness.simulator.faults.set({ delayMs: 2_500, times: 1 });
+  const before = harness.logLines.length;
+  const inFlight =
+    `POST /v1/images/generations HTTP/1.1\r\nHost: gateway.test\r\nAuthorization: Bearer ${ALPHA_KEY}\r\n` +
+    'Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}';
+  const client = slowClient(`${inFlight}${USAGE_HEAD}`, '');
+  await waitFor('the second request to time out', () =>
+    harness.logLines.slice(before).some((line) => line.includes('ERR_HTTP_REQUEST_TIMEOUT')),
+  );
+  // Its head completes now, while the first request is still waiting on the upstream: too late.
+  client.socket.write(`Authorization: Bearer ${harness.keys.alpha}\r\n\r\n`);
+  await client.closed;
+  // Each response follows the previous body directly.
+  const statusLines = [...client.received().matchAll(/HTTP\/1\.1 \d{3} [A-Za-z ]+(?=\r\n)/g)].map(
+    ([line]) => line,
+  );
+  expect(statusLines).toEqual(['HTTP/1.1 200 OK', 'HTTP/1.1 408 Request Timeout']);
+  expect(harness.simulator.received.map((request) => request.method)).toEqual(['POST']);
+}, 10_000);
