@@ -6,11 +6,13 @@ import type { IncomingMessage } from 'node:http';
 import { installAuthFailureGuard } from './auth/failure-guard.ts';
 import type { TenantDirectory } from './auth/tenant-directory.ts';
 import type { GatewayConfig } from './config/schema.ts';
-import { createClientErrorHandler } from './errors/client-error.ts';
+import { answerConnectRequests, createClientErrorHandler } from './errors/client-error.ts';
 import { answerFrameworkError, installErrorHandling } from './errors/error-handler.ts';
 import { installDraining } from './gateway/draining.ts';
 import { installRequestContext } from './gateway/request-context.ts';
+import { installRequestHeadAdmission } from './gateway/request-head.ts';
 import { registerGatewayRoutes, type CredentialSource } from './gateway/routes.ts';
+import { gatewayServerOptions } from './gateway/server-options.ts';
 import type { GatewayMetrics } from './observability/metrics.ts';
 import { installRequestObserver } from './observability/request-observer.ts';
 import type { OwnershipStore } from './ownership/store.ts';
@@ -58,6 +60,7 @@ export function buildApp(config: GatewayConfig, deps: AppDependencies): FastifyI
     bodyLimit: config.server.bodyLimitBytes,
     trustProxy: config.server.trustProxy,
     requestTimeout: config.server.requestTimeoutMs,
+    http: gatewayServerOptions(config.server.requestTimeoutMs),
     // src/gateway/draining.ts answers requests that arrive while closing, in the envelope.
     return503OnClosing: false,
     exposeHeadRoutes: false,
@@ -69,9 +72,11 @@ export function buildApp(config: GatewayConfig, deps: AppDependencies): FastifyI
   });
 
   installErrorHandling(app);
+  answerConnectRequests(app.server, deps.logger);
   installRequestContext(app);
   installDraining(app);
   installRequestObserver(app, deps.metrics, { logPrompts: config.logging.prompts });
+  installRequestHeadAdmission(app);
   installJsonBodyParser(app, config.server.bodyLimitBytes);
   installValidationFailureCounter(app, deps.metrics);
   registerGatewayRoutes(app, {

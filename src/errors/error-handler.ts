@@ -1,7 +1,9 @@
 // The one place where failures become the service's error envelope, including Fastify's own errors
 // (bad content type, oversized body, unknown route), so clients see a single error format.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { METHODS } from 'node:http';
 import { errorEnvelope } from '../maxai/envelope.ts';
+import { allowedMethodsAt } from '../routing/route-table.ts';
 import { GatewayError, gatewayError } from './registry.ts';
 
 // Fastify's own error codes that describe a client mistake, mapped to gengate codes.
@@ -59,11 +61,30 @@ export function installErrorHandling(app: FastifyInstance): void {
     }
     return sendGatewayError(reply, gatewayFailure);
   });
-  app.setNotFoundHandler((_request, reply) => sendGatewayError(reply, routeNotFound()));
+  app.setNotFoundHandler((request, reply) =>
+    sendGatewayError(reply, unroutedRequestError(request.method, request.raw.url ?? '')),
+  );
 }
 
 export function routeNotFound(): GatewayError {
   return gatewayError('route_not_found', 'no such route; see the route table in the docs');
+}
+
+// Methods named in a 405's message; any other token the client chose is not echoed.
+const KNOWN_METHODS = new Set(METHODS);
+
+/**
+ * The answer to a request no route took: 405 with `Allow` when its target is exactly a path of the table
+ * (whatever the method: TRACE, PROPFIND, a token no server knows), 404 route_not_found otherwise.
+ */
+export function unroutedRequestError(method: string, target: string): GatewayError {
+  const allowed = allowedMethodsAt(target);
+  if (allowed === undefined) return routeNotFound();
+  const allow = allowed.join(', ');
+  const named = KNOWN_METHODS.has(method) ? method : 'this method';
+  return gatewayError('method_not_allowed', `${named} is not allowed here; use ${allow}`, {
+    headers: { allow },
+  });
 }
 
 /**

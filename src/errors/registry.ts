@@ -5,6 +5,7 @@ import type { ErrorDetail, ErrorType } from '../maxai/envelope.ts';
 const ERROR_CODES = {
   bad_request: { status: 400, type: 'validation_error' },
   invalid_json: { status: 400, type: 'validation_error' },
+  invalid_request: { status: 400, type: 'validation_error' },
   invalid_parameter: { status: 400, type: 'validation_error' },
   unknown_parameter: { status: 400, type: 'validation_error' },
   body_not_allowed: { status: 400, type: 'validation_error' },

@@ -8,7 +8,7 @@ import { canonicalTarget, isUuid, type GatewayRoute } from '../routing/route-tab
 import { gatewayRouteOf, requestIdParam } from './request-context.ts';
 
 /** 404 route_not_found unless the raw target is byte for byte the canonical path of `route`. */
-export function assertCanonicalTarget(
+function assertCanonicalTarget(
   request: FastifyRequest,
   route: Pick<GatewayRoute, 'path' | 'hasRequestId'>,
 ): void {

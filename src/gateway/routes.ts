@@ -5,18 +5,12 @@ import type {
   FastifyInstance,
   FastifyReply,
   FastifyRequest,
-  HTTPMethods,
   HookHandlerDoneFunction,
 } from 'fastify';
 import type { AuthFailureGuard } from '../auth/failure-guard.ts';
 import type { TenantDirectory } from '../auth/tenant-directory.ts';
 import { GatewayError, gatewayError, type ErrorCode } from '../errors/registry.ts';
-import {
-  GATEWAY_ROUTES,
-  allowedMethodsByPath,
-  upstreamPath,
-  type GatewayRoute,
-} from '../routing/route-table.ts';
+import { GATEWAY_ROUTES, upstreamPath, type GatewayRoute } from '../routing/route-table.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
 import { createOwnershipHooks } from '../ownership/hooks.ts';
 import type { OwnershipStore } from '../ownership/store.ts';
@@ -31,7 +25,7 @@ import type { UsageMeter } from '../usage/meter.ts';
 import { recordExchangeUsage } from '../usage/record.ts';
 import { createAccountHandler } from './account.ts';
 import { gatewayRouteOf, requestIdParam } from './request-context.ts';
-import { admitRequestTarget, assertCanonicalTarget } from './request-target.ts';
+import { admitRequestTarget } from './request-target.ts';
 import { createAdmitHook } from './admit.ts';
 import { peekTenantLimits } from './limits.ts';
 
@@ -55,8 +49,6 @@ export interface GatewayRoutesOptions {
 // Refusals that already carry the limiter's own headers (a cost beyond every capacity is decided without
 // the store, so its 403 gets the standing headers like any other refusal).
 const LIMITER_REFUSALS = new Set<ErrorCode>(['rate_limited', 'store_unavailable']);
-
-const ALL_METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'];
 
 function addDeprecationHeaders(route: GatewayRoute) {
   const link = `<${route.successorPath ?? route.path}>; rel="successor-version"`;
@@ -182,26 +174,6 @@ export function registerGatewayRoutes(app: FastifyInstance, options: GatewayRout
               ? answerAccountLocally(request, reply)
               : forward(request, reply)
         : forward,
-    });
-  }
-
-  for (const [path, allowed] of allowedMethodsByPath(GATEWAY_ROUTES)) {
-    const allowHeader = allowed.join(', ');
-    const target = { path, hasRequestId: path.includes(':requestId') };
-    app.route({
-      method: ALL_METHODS.filter((method) => !allowed.includes(method as GatewayRoute['method'])),
-      url: path,
-      handler: async (request) => {
-        // A target that names no route is 404 whatever the method, as for the allowed ones.
-        assertCanonicalTarget(request, target);
-        throw gatewayError(
-          'method_not_allowed',
-          `${request.method} is not allowed here; use ${allowHeader}`,
-          {
-            headers: { allow: allowHeader },
-          },
-        );
-      },
     });
   }
 }

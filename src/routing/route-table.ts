@@ -42,22 +42,35 @@ export const GATEWAY_ROUTES: readonly GatewayRoute[] = [
   },
 ];
 
-/** Paths grouped with the methods they allow, for the 405 answers and their `Allow` header. */
-export function allowedMethodsByPath(routes: readonly GatewayRoute[]): Map<string, GatewayMethod[]> {
-  const byPath = new Map<string, GatewayMethod[]>();
-  for (const route of routes) {
-    const methods = byPath.get(route.path) ?? [];
-    methods.push(route.method);
-    byPath.set(route.path, methods);
-  }
-  return byPath;
-}
-
 // Any UUID version: ids are assigned by clients (v4, checked by validation) or by the service.
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function isUuid(value: string): boolean {
   return UUID_PATTERN.test(value);
+}
+
+// The methods each path allows, for the 405 answers and their `Allow` header, keyed by the exact target
+// of a static path or by the prefix before a `{requestId}`.
+const METHODS_BY_STATIC_PATH = new Map<string, GatewayMethod[]>();
+const METHODS_BY_ID_PREFIX = new Map<string, GatewayMethod[]>();
+for (const route of GATEWAY_ROUTES) {
+  const [byPath, key] = route.hasRequestId
+    ? [METHODS_BY_ID_PREFIX, route.path.replace(':requestId', '')]
+    : [METHODS_BY_STATIC_PATH, route.path];
+  byPath.set(key, [...(byPath.get(key) ?? []), route.method]);
+}
+
+/**
+ * The methods allowed at a raw request target when it is exactly a path of the table (a `{requestId}`
+ * being a UUID), whatever method was used; undefined for any other target.
+ */
+export function allowedMethodsAt(target: string): readonly GatewayMethod[] | undefined {
+  const exact = METHODS_BY_STATIC_PATH.get(target);
+  if (exact !== undefined) return exact;
+  for (const [prefix, methods] of METHODS_BY_ID_PREFIX) {
+    if (target.startsWith(prefix) && isUuid(target.slice(prefix.length))) return methods;
+  }
+  return undefined;
 }
 
 /** The canonical request target of a route; the client's raw target must equal it byte for byte. */

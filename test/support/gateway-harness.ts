@@ -54,6 +54,8 @@ export interface HarnessOptions {
   alphaPolicyYaml?: string;
   /** Failed authentications allowed per client address and minute. */
   authFailureLimit?: number;
+  /** `server.requestTimeoutMs`; the configuration's default when absent. */
+  requestTimeoutMs?: number;
 }
 
 export async function startGatewayHarness(options: HarnessOptions = {}): Promise<GatewayHarness> {
@@ -77,6 +79,7 @@ server:
   port: 0
   bodyLimitBytes: ${options.bodyLimitBytes ?? 10485760}
   authenticationFailures: { limit: ${options.authFailureLimit ?? 1000}, windowSeconds: 60 }
+${options.requestTimeoutMs === undefined ? '' : `  requestTimeoutMs: ${options.requestTimeoutMs}`}
 upstream:
   baseUrl: ${simulator.url}
   timeoutMs: ${options.upstreamTimeoutMs ?? 5000}

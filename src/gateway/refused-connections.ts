@@ -1,0 +1,25 @@
+// Connections on which gengate refused a message as broken, ambiguous or too slow: nothing after that
+// message is served (contract section 9), whichever part refused it (src/gateway/request-head.ts for a
+// head it refuses, src/errors/client-error.ts for what Node's parser or its timeout refuses). Keyed by
+// the socket, so a connection's entry goes with it.
+const refusedConnections = new WeakSet<object>();
+
+export function refuseConnection(socket: object): void {
+  refusedConnections.add(socket);
+}
+
+export function isRefusedConnection(socket: object): boolean {
+  return refusedConnections.has(socket);
+}
+
+// Responses to requests that arrived on a connection after it was refused: never sent, so nothing waits
+// for them to finish.
+const responsesLeftUnanswered = new WeakSet<object>();
+
+export function leaveUnanswered(response: object): void {
+  responsesLeftUnanswered.add(response);
+}
+
+export function isLeftUnanswered(response: object): boolean {
+  return responsesLeftUnanswered.has(response);
+}
