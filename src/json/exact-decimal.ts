@@ -22,13 +22,8 @@ export interface ExactDecimal {
 const MAX_ORDER = 1e15;
 
 const DIGIT_ZERO = 0x30;
-const DOT = 0x2e;
 const MINUS = 0x2d;
 const PLUS = 0x2b;
-
-function isExponentMark(code: number): boolean {
-  return code === 0x65 || code === 0x45;
-}
 
 /** The exponent's value, clamped to ±MAX_ORDER, from the digits between `start` and `end`. */
 function exponentValue(text: string, start: number, end: number): number {
@@ -59,20 +54,18 @@ export function parseExactDecimal(text: string): ExactDecimal {
   let position = 0;
   const negative = text.charCodeAt(0) === MINUS;
   if (negative || text.charCodeAt(0) === PLUS) position = 1;
-  let exponentAt = text.length;
-  for (let index = position; index < text.length; index += 1) {
-    if (isExponentMark(text.charCodeAt(index))) {
-      exponentAt = index;
-      break;
-    }
-  }
+  // Native searches, not a loop over every digit: a number may be a million digits long.
+  const lower = text.indexOf('e', position);
+  const upper = text.indexOf('E', position);
+  const exponentAt = lower === -1 ? (upper === -1 ? text.length : upper) : lower;
   const dotAt = text.indexOf('.', position);
   const integerEnd = dotAt === -1 || dotAt > exponentAt ? exponentAt : dotAt;
   const fraction = integerEnd === exponentAt ? '' : text.slice(integerEnd + 1, exponentAt);
   const integer = text.slice(position, integerEnd);
   const exponent = exponentAt === text.length ? 0 : exponentValue(text, exponentAt + 1, text.length);
 
-  // The significant digits run from the first non-zero digit to the last non-zero digit.
+  // The significant digits run from the first non-zero digit to the last non-zero digit; both loops stop
+  // at the first non-zero digit they meet.
   const all = integer + fraction;
   let first = 0;
   while (first < all.length && all.charCodeAt(first) === DIGIT_ZERO) first += 1;

@@ -178,16 +178,54 @@ function toProblem(error: ErrorObject): ValidationProblem {
       return {
         param,
         message: error.message ?? 'is not valid',
-        kind: (params.kind as ProblemKind | undefined) ?? 'format',
+        kind: kindOf(error),
       };
   }
 }
 
-/** Sorted by usefulness, one problem per field (the most useful one). */
+/**
+ * At most this many problems are explained: enough for every field of a schema, while a body of a
+ * hundred thousand invented members gets a short answer instead of one many times its size.
+ */
+export const MAX_EXPLAINED_PROBLEMS = 50;
+
+/** The kind of problem an Ajv error is, without building its explanation. */
+function kindOf(error: ErrorObject): ProblemKind {
+  switch (error.keyword) {
+    case 'required':
+      return 'required';
+    case 'additionalProperties':
+      return 'unknown_field';
+    case 'type':
+      return 'type';
+    case 'enum':
+      return 'enum';
+    case 'pattern':
+      return 'format';
+    default:
+      return ((error.params as Record<string, unknown>).kind as ProblemKind | undefined) ?? 'format';
+  }
+}
+
+/**
+ * Sorted by usefulness (kind, then the order Ajv found them), one problem per field (the most useful
+ * one), at most MAX_EXPLAINED_PROBLEMS. Bucketed by kind rather than sorted, and explained only until
+ * enough are found: linear in the errors, however many unknown members a body invents.
+ */
 function explainErrors(errors: ErrorObject[]): ValidationProblem[] {
-  const problems = errors.map(toProblem).sort((a, b) => KIND_PRIORITY[a.kind] - KIND_PRIORITY[b.kind]);
+  const byKind: ErrorObject[][] = Object.values(KIND_PRIORITY).map(() => []);
+  for (const error of errors) byKind[KIND_PRIORITY[kindOf(error)]]?.push(error);
   const seen = new Set<string>();
-  return problems.filter((problem) => !seen.has(problem.param) && seen.add(problem.param));
+  const explained: ValidationProblem[] = [];
+  for (const bucket of byKind) {
+    for (const error of bucket) {
+      if (explained.length === MAX_EXPLAINED_PROBLEMS) return explained;
+      const problem = toProblem(error);
+      if (!seen.has(problem.param)) explained.push(problem);
+      seen.add(problem.param);
+    }
+  }
+  return explained;
 }
 
 /** `samples must be at most 20`; a problem of the whole body reads `body must be a JSON object`. */

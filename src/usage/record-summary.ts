@@ -23,9 +23,6 @@ const MINUS = 0x2d;
 const DIGIT_ZERO = 0x30;
 const DIGIT_NINE = 0x39;
 
-/** Record members whose values are strings; `totalCost` is the one number. */
-const STRING_MEMBERS: ReadonlySet<string> = new Set(['id', 'completedAt']);
-
 interface Container {
   isObject: boolean;
   expectingName: boolean;
@@ -60,7 +57,7 @@ function isNumberStart(code: number): boolean {
 
 function endOfToken(body: Buffer, start: number): number {
   let end = start + 1;
-  while (end < body.length && isNumberPart(body[end]!)) end += 1;
+  while (end < body.length && isNumberPart(body[end] ?? 0)) end += 1;
   return end;
 }
 
@@ -76,17 +73,22 @@ function isNumberPart(code: number): boolean {
 export function readRecordSummary(body: Buffer): RecordSummary {
   const stack: Container[] = [];
   const summary: RecordSummary = {};
-  const inRecord = () => stack.length === 2 && stack[0]!.current === 'data' && stack[1]!.isObject;
+  // The member of the record being read; undefined outside the record (the object `data` names).
+  const recordMember = () =>
+    stack.length === 2 && stack[0]?.current === 'data' && stack[1]?.isObject === true
+      ? stack[1].current
+      : undefined;
   for (let position = 0; position < body.length; position += 1) {
-    const code = body[position]!;
+    const code = body[position] ?? 0;
     const top = stack.at(-1);
     if (code === QUOTE) {
       const end = endOfString(body, position);
+      const member = recordMember();
       if (top?.isObject === true && top.expectingName) {
         top.current = decodeString(body, position, end);
-      } else if (inRecord() && STRING_MEMBERS.has(top!.current ?? '')) {
+      } else if (member === 'id' || member === 'completedAt') {
         const value = decodeString(body, position, end);
-        if (value !== undefined) summary[top!.current as 'id' | 'completedAt'] = value;
+        if (value !== undefined) summary[member] = value;
       }
       position = end;
     } else if (code === OPEN_OBJECT || code === OPEN_ARRAY) {
@@ -99,7 +101,7 @@ export function readRecordSummary(body: Buffer): RecordSummary {
       if (top !== undefined) top.expectingName = false;
     } else if (isNumberStart(code)) {
       const end = endOfToken(body, position);
-      if (inRecord() && top!.current === 'totalCost') {
+      if (recordMember() === 'totalCost') {
         const cost = Number(body.toString('latin1', position, end));
         if (Number.isFinite(cost)) summary.totalCost = cost;
       }

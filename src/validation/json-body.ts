@@ -8,6 +8,7 @@ import { gatewayError } from '../errors/registry.ts';
 import { NumberTexts, type MemberNumberTexts } from '../json/number-texts.ts';
 import {
   MAX_JSON_DEPTH,
+  MAX_JSON_VALUES,
   scanJsonStructure,
   type ObjectNumberTexts,
   type TopLevelLayout,
@@ -39,10 +40,10 @@ const UTF8_JSON_ONLY = 'request bodies must be application/json in UTF-8';
 function assertUtf8Charset(contentType: string | undefined): void {
   if (contentType === undefined) return;
   let charsets = 0;
-  for (const [, name, value] of contentType.matchAll(MEDIA_TYPE_PARAMETER)) {
-    if (name!.toLowerCase() !== 'charset') continue;
+  for (const [, name = '', value = ''] of contentType.matchAll(MEDIA_TYPE_PARAMETER)) {
+    if (name.toLowerCase() !== 'charset') continue;
     charsets += 1;
-    const charset = value!.startsWith('"') ? value!.slice(1, -1) : value!;
+    const charset = value.startsWith('"') ? value.slice(1, -1) : value;
     if (charsets > 1 || charset.toLowerCase() !== 'utf-8') {
       throw gatewayError('unsupported_media_type', UTF8_JSON_ONLY);
     }
@@ -96,6 +97,9 @@ export function parseJsonBody(raw: Buffer): JsonBody {
   const structure = scanJsonStructure(text);
   if (structure.problem?.kind === 'too_deep') {
     throw gatewayError('invalid_json', `the request body nests deeper than ${MAX_JSON_DEPTH} levels`);
+  }
+  if (structure.problem?.kind === 'too_many_values') {
+    throw gatewayError('invalid_json', `the request body holds more than ${MAX_JSON_VALUES} values`);
   }
   const value = parseJson(text);
   if (structure.problem !== undefined) {

@@ -10,6 +10,15 @@
 export const MAX_JSON_DEPTH = 32;
 
 /**
+ * Values (objects, arrays, strings, numbers, literals) a body may hold. A real submission holds a few
+ * dozen. JSON.parse spends about as long building one value as copying a hundred bytes of a prompt, so a
+ * body of a million small values would hold the event loop fifty times longer than a plain body of the
+ * same size: past this count the body is refused before it is parsed, which bounds what parsing,
+ * validating and explaining any body can cost whatever its size.
+ */
+export const MAX_JSON_VALUES = 5_000;
+
+/**
  * Number texts are kept for members of objects up to this depth, reached through objects only: the
  * request schemas judge numbers no deeper (`dimensions.outpaint.top` sits at depth 3), and nothing reads
  * the numbers elsewhere, which are forwarded byte for byte. Keeping none there keeps a body of a
@@ -17,7 +26,9 @@ export const MAX_JSON_DEPTH = 32;
  */
 export const NUMBER_TEXT_DEPTH = 3;
 
-export type StructureProblem = { kind: 'too_deep' } | { kind: 'duplicate_member'; path: string };
+/** `too_deep` and `too_many_values` are reported as soon as seen, before the text is parsed. */
+export type StructureProblem =
+  { kind: 'too_deep' } | { kind: 'too_many_values' } | { kind: 'duplicate_member'; path: string };
 
 /** An object whose numeric members' texts were kept, located by member names from the top. */
 export interface ObjectNumberTexts {
@@ -50,14 +61,15 @@ export type JsonStructure =
     };
 
 interface Container {
-  /** Member names seen so far; undefined for an array. */
+  isObject: boolean;
+  /** Member names seen so far, once there are two: most objects in a body have one member or none. */
   names: Set<string> | undefined;
   /** Where this object's number texts go; undefined where none are kept. */
   numbers: ObjectNumberTexts | undefined;
   expectingName: boolean;
   /** The member being read (objects). */
   current: string;
-  /** The element being read (arrays). */
+  /** The element (arrays) or member (objects) being read, counted from 0. */
   index: number;
 }
 
@@ -70,24 +82,39 @@ const CLOSE_OBJECT = 0x7d;
 const OPEN_ARRAY = 0x5b;
 const CLOSE_ARRAY = 0x5d;
 const MINUS = 0x2d;
-const PLUS = 0x2b;
-const DOT = 0x2e;
 const DIGIT_ZERO = 0x30;
 const DIGIT_NINE = 0x39;
-const LOWER_E = 0x65;
-const UPPER_E = 0x45;
+const LOWER_F = 0x66;
+const LOWER_N = 0x6e;
+const LOWER_T = 0x74;
+
+/** A run of JSON whitespace, crossed with one native match rather than a step per character. */
+const WHITESPACE_RUN = /[ \t\n\r]*/y;
+const SPACE = 0x20;
+const TAB = 0x09;
+const LINE_FEED = 0x0a;
+const CARRIAGE_RETURN = 0x0d;
+
+/** The rest of a number token: digits, signs, points and exponent marks (JSON.parse checks the order). */
+const NUMBER_TAIL = /[\d.eE+-]*/y;
 
 /** Every integer of up to 15 digits is a safe integer (2^53 has 16): its double is its exact value. */
 const MAX_EXACT_DOUBLE_DIGITS = 15;
 
-/** Index of the quote that closes the string opened at `start` (the text's end if it never closes). */
+/**
+ * Index of the quote that closes the string opened at `start` (the text's end if it never closes).
+ * A string without escapes is crossed with one native search. Once an escaped quote shows up, the rest
+ * of the string is read character by character instead: hopping from quote to quote would cost a search
+ * per escaped quote, and a string of nothing but `\"` would cost a call per two characters.
+ */
 function endOfString(text: string, start: number): number {
-  let quote = text.indexOf('"', start + 1);
-  while (quote !== -1) {
-    let backslashes = 0;
-    while (text.charCodeAt(quote - 1 - backslashes) === BACKSLASH) backslashes += 1;
-    if (backslashes % 2 === 0) return quote;
-    quote = text.indexOf('"', quote + 1);
+  const quote = text.indexOf('"', start + 1);
+  if (quote === -1) return text.length;
+  if (text.charCodeAt(quote - 1) !== BACKSLASH) return quote;
+  for (let position = start + 1; position < text.length; position += 1) {
+    const code = text.charCodeAt(position);
+    if (code === QUOTE) return position;
+    if (code === BACKSLASH) position += 1;
   }
   return text.length;
 }
@@ -96,17 +123,11 @@ function isDigit(code: number): boolean {
   return code >= DIGIT_ZERO && code <= DIGIT_NINE;
 }
 
-function isNumberPart(code: number): boolean {
-  return (
-    isDigit(code) || code === DOT || code === LOWER_E || code === UPPER_E || code === PLUS || code === MINUS
-  );
-}
-
 /** Index just past the whole number token at `start`, so that the `-30` of `1e-30` is not a number. */
 function endOfNumber(text: string, start: number): number {
-  let end = start + 1;
-  while (isNumberPart(text.charCodeAt(end))) end += 1;
-  return end;
+  NUMBER_TAIL.lastIndex = start + 1;
+  NUMBER_TAIL.test(text);
+  return NUMBER_TAIL.lastIndex;
 }
 
 /** Whether the double JSON.parse makes of the number token is exactly the value written. */
@@ -142,18 +163,27 @@ function numbersOfNewObject(stack: readonly Container[]): ObjectNumberTexts | un
   return { path: [...parent.numbers.path, parent.current], texts: new Map() };
 }
 
+/** Whether `name` was seen before in the object; records it. `current` still holds the previous name. */
+function isRepeatedName(object: Container, name: string): boolean {
+  if (object.index === 0) return false;
+  object.names ??= new Set([object.current]);
+  if (object.names.has(name)) return true;
+  object.names.add(name);
+  return false;
+}
+
 function duplicatePath(stack: readonly Container[], name: string): string {
   // Reported once per body, so walking the stack here costs nothing per member.
   const segments = stack
     .slice(0, -1)
-    .map((container) => (container.names === undefined ? String(container.index) : container.current));
+    .map((container) => (container.isObject ? container.current : String(container.index)));
   return [...segments, name].join('.');
 }
 
 /**
- * Scans a JSON text once. Nesting past MAX_JSON_DEPTH is reported as soon as it is seen, so that a
- * hostile document is dropped before JSON.parse spends time on it; the other findings are only
- * meaningful once JSON.parse has accepted the text.
+ * Scans a JSON text once. Nesting past MAX_JSON_DEPTH and more than MAX_JSON_VALUES values are
+ * reported as soon as seen, so that a hostile document is dropped before JSON.parse spends time on it;
+ * the other findings are only meaningful once JSON.parse has accepted the text.
  */
 export function scanJsonStructure(text: string): JsonStructure {
   const stack: Container[] = [];
@@ -163,9 +193,11 @@ export function scanJsonStructure(text: string): JsonStructure {
   let topLevelValueStart = -1;
   // After the first problem only the depth is still tracked: the problem is what will be reported.
   let problem: StructureProblem | undefined;
+  let values = 0;
   const endTopLevelMember = (position: number) => {
-    if (layout !== undefined && topLevelValueStart !== -1 && stack.length === 1) {
-      layout.members.set(stack[0]!.current, { start: topLevelValueStart, end: position });
+    const [topLevel] = stack;
+    if (layout !== undefined && topLevelValueStart !== -1 && stack.length === 1 && topLevel !== undefined) {
+      layout.members.set(topLevel.current, { start: topLevelValueStart, end: position });
       topLevelValueStart = -1;
     }
   };
@@ -175,11 +207,13 @@ export function scanJsonStructure(text: string): JsonStructure {
     switch (code) {
       case QUOTE: {
         const end = endOfString(text, position);
-        if (problem === undefined && top?.names !== undefined && top.expectingName) {
+        const isName = top?.isObject === true && top.expectingName;
+        if (!isName && (values += 1) > MAX_JSON_VALUES) return { problem: { kind: 'too_many_values' } };
+        if (problem === undefined && isName) {
           const name = memberName(text, position, end);
           if (name !== undefined) {
-            if (top.names.has(name)) problem = { kind: 'duplicate_member', path: duplicatePath(stack, name) };
-            top.names.add(name);
+            if (isRepeatedName(top, name))
+              problem = { kind: 'duplicate_member', path: duplicatePath(stack, name) };
             top.current = name;
           }
         }
@@ -189,12 +223,14 @@ export function scanJsonStructure(text: string): JsonStructure {
       case OPEN_OBJECT:
       case OPEN_ARRAY: {
         if (stack.length === MAX_JSON_DEPTH) return { problem: { kind: 'too_deep' } };
+        if ((values += 1) > MAX_JSON_VALUES) return { problem: { kind: 'too_many_values' } };
         const isObject = code === OPEN_OBJECT;
         if (isObject && stack.length === 0) layout = { members: new Map(), closingBrace: -1 };
         const numbers = isObject ? numbersOfNewObject(stack) : undefined;
         if (numbers !== undefined) numberTexts.push(numbers);
         stack.push({
-          names: isObject ? new Set() : undefined,
+          isObject,
+          names: undefined,
           numbers,
           expectingName: isObject,
           current: '',
@@ -211,7 +247,7 @@ export function scanJsonStructure(text: string): JsonStructure {
       case COMMA:
         endTopLevelMember(position);
         if (top !== undefined) {
-          top.expectingName = top.names !== undefined;
+          top.expectingName = top.isObject;
           top.index += 1;
         }
         break;
@@ -219,10 +255,29 @@ export function scanJsonStructure(text: string): JsonStructure {
         if (top !== undefined) top.expectingName = false;
         if (stack.length === 1) topLevelValueStart = position + 1;
         break;
+      case LOWER_T:
+      case LOWER_F:
+      case LOWER_N:
+        // true, false, null: none of their other letters starts a literal.
+        if ((values += 1) > MAX_JSON_VALUES) return { problem: { kind: 'too_many_values' } };
+        break;
+      case SPACE:
+      case TAB:
+      case LINE_FEED:
+      case CARRIAGE_RETURN:
+        WHITESPACE_RUN.lastIndex = position;
+        WHITESPACE_RUN.test(text);
+        position = WHITESPACE_RUN.lastIndex - 1;
+        break;
       default: {
         if (code !== MINUS && !isDigit(code)) break;
+        if ((values += 1) > MAX_JSON_VALUES) return { problem: { kind: 'too_many_values' } };
         const end = endOfNumber(text, position);
-        if (problem === undefined && top?.numbers !== undefined && !isShortIntegerLiteral(text, position, end)) {
+        if (
+          problem === undefined &&
+          top?.numbers !== undefined &&
+          !isShortIntegerLiteral(text, position, end)
+        ) {
           top.numbers.texts.set(top.current, text.slice(position, end));
         }
         position = end - 1;
