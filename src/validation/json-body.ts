@@ -50,19 +50,6 @@ function assertUtf8Charset(contentType: string | undefined): void {
   }
 }
 
-/**
- * Compressed bodies are refused rather than inflated: a few kilobytes of gzip can inflate past any body
- * limit, and the limit must bound what the gateway reads (RFC 9110 section 15.5.16: 415 for an
- * unsupported content coding).
- */
-function assertIdentityEncoding(contentEncoding: string | undefined): void {
-  if (contentEncoding === undefined || contentEncoding.trim().toLowerCase() === 'identity') return;
-  throw gatewayError(
-    'unsupported_media_type',
-    'request bodies must not be compressed; send them without Content-Encoding',
-  );
-}
-
 function decodeUtf8(raw: Buffer): string {
   try {
     return utf8.decode(raw);
@@ -174,7 +161,6 @@ export function installJsonBodyParser(app: FastifyInstance, bodyLimitBytes: numb
     { parseAs: 'buffer', bodyLimit: bodyLimitBytes },
     (request: FastifyRequest, raw: Buffer, done: (error: Error | null, body?: JsonBody) => void) => {
       try {
-        assertIdentityEncoding(request.headers['content-encoding']);
         assertUtf8Charset(request.headers['content-type']);
         done(null, parseJsonBody(raw));
       } catch (error) {
