@@ -116,28 +116,33 @@ export function rewriteTopLevelMembers(
   const pieces: string[] = [];
   const members = new Map<string, ValueSpan>();
   let cursor = 0;
-  let length = 0;
-  const emit = (piece: string) => {
-    pieces.push(piece);
-    length += piece.length;
-  };
+  /** How far everything after `cursor` has moved. */
+  let shift = 0;
   for (const [name, span] of body.layout.members) {
-    emit(text.slice(cursor, span.start));
-    const start = length;
-    emit(rewritten.includes(name) ? JSON.stringify(value[name]) : text.slice(span.start, span.end));
-    members.set(name, { start, end: length });
+    if (!rewritten.includes(name)) {
+      members.set(name, { start: span.start + shift, end: span.end + shift });
+      continue;
+    }
+    const replacement = JSON.stringify(value[name]);
+    pieces.push(text.slice(cursor, span.start), replacement);
+    members.set(name, { start: span.start + shift, end: span.start + shift + replacement.length });
+    shift += replacement.length - (span.end - span.start);
     cursor = span.end;
   }
-  emit(text.slice(cursor, body.layout.closingBrace));
+  pieces.push(text.slice(cursor, body.layout.closingBrace));
+  let closingBrace = body.layout.closingBrace + shift;
   for (const name of rewritten) {
     if (members.has(name)) continue;
-    emit(`${members.size === 0 ? '' : ','}${JSON.stringify(name)}:`);
-    const start = length;
-    emit(JSON.stringify(value[name]));
-    members.set(name, { start, end: length });
+    const member = `${members.size === 0 ? '' : ','}${JSON.stringify(name)}:`;
+    const replacement = JSON.stringify(value[name]);
+    pieces.push(member, replacement);
+    members.set(name, {
+      start: closingBrace + member.length,
+      end: closingBrace + member.length + replacement.length,
+    });
+    closingBrace += member.length + replacement.length;
   }
-  const closingBrace = length;
-  emit(text.slice(body.layout.closingBrace));
+  pieces.push(text.slice(body.layout.closingBrace));
   return {
     raw: Buffer.from(pieces.join(''), 'utf8'),
     value,

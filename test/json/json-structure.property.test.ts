@@ -189,6 +189,12 @@ describe('every number keeps its text through a policy rewrite', () => {
         const expected = numberTokens(text);
         if (samplesText !== undefined) expected.splice(expected.indexOf(samplesText), 1, '4');
         expect(numberTokens(forwarded).sort()).toStrictEqual(expected.sort());
+        // The new layout locates every member, so that a later rewrite (the assigned requestId) can splice.
+        for (const { field } of outcome.changes) {
+          const span = rewritten.layout.members.get(field)!;
+          expect(forwarded.slice(span.start, span.end)).toBe(JSON.stringify(outcome.body[field]));
+        }
+        expect(forwarded.charAt(rewritten.layout.closingBrace)).toBe('}');
         for (const [name, span] of parsed.layout.members) {
           if (outcome.changes.some((change) => change.field === name)) continue;
           const after = rewritten.layout.members.get(name)!;
