@@ -30,14 +30,20 @@ interface Container {
   current: string | undefined;
 }
 
-/** Index of the quote that closes the string opened at `start` (the body's end if it never closes). */
+/**
+ * Index of the quote that closes the string opened at `start` (the body's end if it never closes): one
+ * native search for a string without escapes; once an escaped quote shows up, byte by byte, so that a
+ * string of escaped quotes costs no search per quote. (The request scanner, src/validation/
+ * json-structure.ts, does the same over text; this one reads bytes to decode nothing.)
+ */
 function endOfString(body: Buffer, start: number): number {
-  let quote = body.indexOf(QUOTE, start + 1);
-  while (quote !== -1) {
-    let backslashes = 0;
-    while (body[quote - 1 - backslashes] === BACKSLASH) backslashes += 1;
-    if (backslashes % 2 === 0) return quote;
-    quote = body.indexOf(QUOTE, quote + 1);
+  const quote = body.indexOf(QUOTE, start + 1);
+  if (quote === -1) return body.length;
+  if (body[quote - 1] !== BACKSLASH) return quote;
+  for (let position = start + 1; position < body.length; position += 1) {
+    const code = body[position];
+    if (code === QUOTE) return position;
+    if (code === BACKSLASH) position += 1;
   }
   return body.length;
 }
@@ -85,7 +91,8 @@ export function readRecordSummary(body: Buffer): RecordSummary {
       const end = endOfString(body, position);
       const member = recordMember();
       if (top?.isObject === true && top.expectingName) {
-        top.current = decodeString(body, position, end);
+        // Only the names of the top level and of the record matter; deeper ones are not decoded.
+        top.current = stack.length <= 2 ? decodeString(body, position, end) : undefined;
       } else if (member === 'id' || member === 'completedAt') {
         const value = decodeString(body, position, end);
         if (value !== undefined) summary[member] = value;
