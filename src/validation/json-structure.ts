@@ -4,17 +4,18 @@
 // leave every other byte as sent. Only brackets, commas, colons, member names and numbers are read;
 // anything this scanner skips over without looking is left to JSON.parse, which must accept the text
 // before the scan's findings mean anything. Every step is constant work per character or per member
-// (strings are skipped with indexOf), so the scan is linear in the text whatever its shape.
+// (strings, whitespace and number tokens are crossed with native searches), so the scan is linear in the
+// text whatever its shape.
 
 /** Deep enough for any real request (the service's own bodies nest 3 levels), far below stack limits. */
 export const MAX_JSON_DEPTH = 32;
 
 /**
  * Values (objects, arrays, strings, numbers, literals) a body may hold. A real submission holds a few
- * dozen. JSON.parse spends about as long building one value as copying a hundred bytes of a prompt, so a
- * body of a million small values would hold the event loop fifty times longer than a plain body of the
+ * dozen. JSON.parse spends as long building one value as copying tens to hundreds of bytes of a prompt, so a
+ * body of a million small values would hold the event loop many times longer than a plain body of the
  * same size: past this count the body is refused before it is parsed, which bounds what parsing,
- * validating and explaining any body can cost whatever its size.
+ * validating and explaining any body can cost whatever its size (docs/validation.md has the figures).
  */
 export const MAX_JSON_VALUES = 5_000;
 
