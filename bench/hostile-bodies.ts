@@ -106,6 +106,11 @@ export const HOSTILE_SHAPES: readonly BodyShape[] = [
       `{"input":{"positivePrompt":"${'\\"'.repeat(Math.max(1, Math.floor((bytes - 32) / 2)))}"}}`,
   },
   {
+    id: 'long-model',
+    label: 'refused: a model name of all the bytes',
+    build: (bytes) => `{"model":"${'a@'.repeat(Math.max(1, Math.floor((bytes - 12) / 2)))}"}`,
+  },
+  {
     id: 'whitespace',
     label: 'accepted: spaces between the tokens',
     build: (bytes) => `{"samples":${' '.repeat(Math.max(0, bytes - 14))}1}`,
