@@ -38,6 +38,15 @@ import { SUBMISSION_BODY, SUBMISSION_PATH, SUBMISSION_RESPONSE } from './request
 import { runSoak, type SoakResult } from './soak.ts';
 import { countStoreTrips, type StoreTrips } from './store-trips.ts';
 import { measureStoreWaits, type StoreWaits } from './store-waits.ts';
+import {
+  DEFAULT_STALL_BODY_BYTES,
+  DEFAULT_STALL_ROUNDS,
+  SMOKE_STALL_BODY_BYTES,
+  SMOKE_STALL_ROUNDS,
+  measureStallBudget,
+  stallBudgetSummary,
+  stallBudgetTable,
+} from './stall-budget.ts';
 
 const RESULTS_DIR = fileURLToPath(new URL('results/', import.meta.url));
 const STORE_TRIP_REQUESTS = 1_000;
@@ -314,6 +323,12 @@ async function main(): Promise<void> {
       delayMs: STORE_WAIT_DELAY_MS,
       requests: options.smoke ? SMOKE_STORE_WAIT_REQUESTS : STORE_WAIT_REQUESTS,
     });
+    // In this process: judging a body is synchronous work, timed directly (bench/stall-budget.ts).
+    const stallBudget = measureStallBudget(
+      options.smoke
+        ? { bytes: SMOKE_STALL_BODY_BYTES, rounds: SMOKE_STALL_ROUNDS }
+        : { bytes: DEFAULT_STALL_BODY_BYTES, rounds: DEFAULT_STALL_ROUNDS },
+    );
     const profile = options.profile
       ? await profileGengate(options, { workDir, upstreamUrl, redisUrl: redis.url, bodyFile, stamp }, started)
       : undefined;
@@ -400,6 +415,11 @@ async function main(): Promise<void> {
           .join(', '),
     );
     print(`gengate log: ${fixed(logLineBytes, 0)} bytes per line on average`);
+    print(
+      `\nstall budget: judging one body of ${stallBudget.bytes} bytes, medians of ${stallBudget.rounds} rounds`,
+    );
+    print(stallBudgetTable(stallBudget));
+    print(stallBudgetSummary(stallBudget));
     if (soak !== undefined) printSoak(soak);
     if (profile !== undefined) printProfile(profile);
     print('\ntargets (issue 7):');
@@ -434,6 +454,7 @@ async function main(): Promise<void> {
           storeTrips,
           storeWaits,
           logLineBytes,
+          stallBudget,
           checks,
           ...(soak === undefined ? {} : { soak }),
           ...(profile === undefined ? {} : { profile }),

@@ -14,8 +14,9 @@ function writeBigintsExactly(_key: string, value: unknown): unknown {
 
 /**
  * `JSON.parse`, except that integers that are not safe integers become bigints with the exact digits.
- * The reviver costs several times the parse; the gateway's body parser (src/validation/json-body.ts)
- * gets the same values from its structure scan instead, which it runs anyway.
+ * The simulator's parse. The gateway never converts a client's number: a bigint of a huge literal costs
+ * time quadratic in its digits, so its body parser (src/validation/json-body.ts) keeps each number's
+ * source text instead and forwards the client's bytes.
  */
 export function parseJsonLossless(text: string): unknown {
   return JSON.parse(text, reviveExactIntegers);

@@ -8,13 +8,13 @@ export function requestedSamples(body: Record<string, unknown> | undefined): num
 }
 
 /**
- * A video request's `duration` in seconds. A duration below 1 counts as 0 (the service refuses it); one
- * too large to count exactly (the lossless parse gives a bigint) counts as more than any limit admits,
- * so it can never slip through as a small cost.
+ * A video request's `duration` in seconds. Validation admits only exact integers, whose doubles are
+ * integers or infinite (rounding keeps order); a duration below 1 counts as 0 (the service refuses it),
+ * one too large to count exactly counts as more than any limit admits, so it can never slip through as a
+ * small cost.
  */
 export function requestedVideoSeconds(body: Record<string, unknown> | undefined): number {
   const duration = body?.duration;
-  if (typeof duration === 'bigint') return duration > 0n ? Number.MAX_SAFE_INTEGER : 0;
-  if (typeof duration !== 'number' || !Number.isInteger(duration)) return 0;
-  return Number.isSafeInteger(duration) ? Math.max(0, duration) : Number.MAX_SAFE_INTEGER;
+  if (typeof duration !== 'number' || !(duration >= 1)) return 0;
+  return Number.isSafeInteger(duration) ? duration : Number.MAX_SAFE_INTEGER;
 }

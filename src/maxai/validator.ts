@@ -1,6 +1,8 @@
 // Compiles the request schemas of src/maxai/schemas.ts once and explains failures the way a developer
 // wants to read them: one problem per field, dotted paths, the most useful problem first.
 import { Ajv, type AnySchema, type ErrorObject } from 'ajv';
+import { compareDecimals, isWholeDecimal, parseExactDecimal } from '../json/exact-decimal.ts';
+import { NumberTexts, exactNumberAt } from '../json/number-texts.ts';
 import type { ErrorDetail } from './envelope.ts';
 import { PATTERN_MESSAGES } from './schemas.ts';
 
@@ -12,7 +14,19 @@ export interface ValidationProblem extends ErrorDetail {
 }
 
 export type ValidationResult = { ok: true } | { ok: false; problems: ValidationProblem[] };
-export type RequestValidator = (body: unknown) => ValidationResult;
+/** `numbers` holds the source text of the body's numbers, which exactNumber judges instead of doubles. */
+export type RequestValidator = (body: unknown, numbers?: NumberTexts) => ValidationResult;
+
+/** Where Ajv found the value a keyword judges (the part of its DataValidationCxt read here). */
+interface ValueLocation {
+  parentData?: unknown;
+  parentDataProperty?: string | number;
+}
+
+/** What Ajv passes as `this` to every keyword (its passContext option). */
+interface ValidationContext {
+  numbers: NumberTexts;
+}
 
 // Missing or mistyped values hide every other problem of the same field, so they come first.
 const KIND_PRIORITY: Record<ProblemKind, number> = {
@@ -34,7 +48,9 @@ const TYPE_NAMES: Record<string, string> = {
 };
 
 /** What Ajv expects a compiled custom keyword to be: a check that leaves its errors on itself. */
-type KeywordCheck = ((data: unknown) => boolean) & { errors?: Partial<ErrorObject>[] };
+type KeywordCheck = ((this: ValidationContext, data: unknown, where?: ValueLocation) => boolean) & {
+  errors?: Partial<ErrorObject>[];
+};
 
 interface ExactNumberSchema {
   integer: boolean;
@@ -47,33 +63,27 @@ function keywordError(kind: ProblemKind, message: string): Partial<ErrorObject> 
   return { message, params: { kind } };
 }
 
-function isIntegral(value: number | bigint): boolean {
-  return typeof value === 'bigint' || Number.isInteger(value);
-}
-
-// Exact comparison: bigints and integral numbers as BigInt; a fraction against integer bounds as a number.
-function compare(value: number | bigint, bound: bigint): number {
-  if (typeof value === 'number' && !Number.isInteger(value)) return Math.sign(value - Number(bound));
-  const exact = BigInt(value);
-  return exact < bound ? -1 : exact > bound ? 1 : 0;
-}
-
+// Every verdict is on the exact decimal value of the text the client wrote: `4.0000000000000001` is not an
+// integer, `-1e-400` is below 0 and `1e400` a (large) integer, whatever doubles make of them.
 function compileExactNumber(schema: ExactNumberSchema): KeywordCheck {
-  const minimum = schema.minimum === undefined ? undefined : BigInt(schema.minimum);
-  const maximum = schema.maximum === undefined ? undefined : BigInt(schema.maximum);
+  const minimum = schema.minimum === undefined ? undefined : parseExactDecimal(schema.minimum);
+  const maximum = schema.maximum === undefined ? undefined : parseExactDecimal(schema.maximum);
   const typeMessage = schema.integer ? 'must be an integer' : 'must be a number';
-  const validate: KeywordCheck = (data: unknown) => {
+  const validate: KeywordCheck = function (this: ValidationContext, data: unknown, where) {
     if (data === null && schema.nullable) return true;
     const fails = (kind: ProblemKind, message: string) => {
       validate.errors = [keywordError(kind, message)];
       return false;
     };
-    const isNumeric = (typeof data === 'number' && Number.isFinite(data)) || typeof data === 'bigint';
-    if (!isNumeric || (schema.integer && !isIntegral(data))) return fails('type', typeMessage);
-    if (minimum !== undefined && compare(data, minimum) < 0)
-      return fails('range', `must be at least ${minimum}`);
-    if (maximum !== undefined && compare(data, maximum) > 0)
-      return fails('range', `must be at most ${maximum}`);
+    const isNumeric = typeof data === 'number' || typeof data === 'bigint';
+    const exact = isNumeric
+      ? exactNumberAt(this.numbers, where?.parentData, where?.parentDataProperty ?? '', data)
+      : undefined;
+    if (exact === undefined || (schema.integer && !isWholeDecimal(exact))) return fails('type', typeMessage);
+    if (minimum !== undefined && compareDecimals(exact, minimum) < 0)
+      return fails('range', `must be at least ${schema.minimum}`);
+    if (maximum !== undefined && compareDecimals(exact, maximum) > 0)
+      return fails('range', `must be at most ${schema.maximum}`);
     return true;
   };
   return validate;
@@ -92,7 +102,7 @@ function compileSizeOneOf(sizes: string[]): KeywordCheck {
   return validate;
 }
 
-const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
+const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true, passContext: true });
 ajv.addKeyword({
   keyword: 'exactNumber',
   schemaType: 'object',
@@ -168,16 +178,54 @@ function toProblem(error: ErrorObject): ValidationProblem {
       return {
         param,
         message: error.message ?? 'is not valid',
-        kind: (params.kind as ProblemKind | undefined) ?? 'format',
+        kind: kindOf(error),
       };
   }
 }
 
-/** Sorted by usefulness, one problem per field (the most useful one). */
+/**
+ * At most this many problems are explained: enough for every field of a schema, while a body of a
+ * hundred thousand invented members gets a short answer instead of one many times its size.
+ */
+export const MAX_EXPLAINED_PROBLEMS = 50;
+
+/** The kind of problem an Ajv error is, without building its explanation. */
+function kindOf(error: ErrorObject): ProblemKind {
+  switch (error.keyword) {
+    case 'required':
+      return 'required';
+    case 'additionalProperties':
+      return 'unknown_field';
+    case 'type':
+      return 'type';
+    case 'enum':
+      return 'enum';
+    case 'pattern':
+      return 'format';
+    default:
+      return ((error.params as Record<string, unknown>).kind as ProblemKind | undefined) ?? 'format';
+  }
+}
+
+/**
+ * Sorted by usefulness (kind, then the order Ajv found them), one problem per field (the most useful
+ * one), at most MAX_EXPLAINED_PROBLEMS. Bucketed by kind rather than sorted, and explained only until
+ * enough are found: linear in the errors, however many unknown members a body invents.
+ */
 function explainErrors(errors: ErrorObject[]): ValidationProblem[] {
-  const problems = errors.map(toProblem).sort((a, b) => KIND_PRIORITY[a.kind] - KIND_PRIORITY[b.kind]);
+  const byKind: ErrorObject[][] = Object.values(KIND_PRIORITY).map(() => []);
+  for (const error of errors) byKind[KIND_PRIORITY[kindOf(error)]]?.push(error);
   const seen = new Set<string>();
-  return problems.filter((problem) => !seen.has(problem.param) && seen.add(problem.param));
+  const explained: ValidationProblem[] = [];
+  for (const bucket of byKind) {
+    for (const error of bucket) {
+      if (explained.length === MAX_EXPLAINED_PROBLEMS) return explained;
+      const problem = toProblem(error);
+      if (!seen.has(problem.param)) explained.push(problem);
+      seen.add(problem.param);
+    }
+  }
+  return explained;
 }
 
 /** `samples must be at most 20`; a problem of the whole body reads `body must be a JSON object`. */
@@ -193,6 +241,10 @@ export function toErrorDetails(problems: ValidationProblem[]): ErrorDetail[] {
 /** Compiles once; call at start-up, never per request. */
 export function createRequestValidator(schema: AnySchema): RequestValidator {
   const validate = ajv.compile(schema);
-  return (body) =>
-    validate(body) ? { ok: true } : { ok: false, problems: explainErrors(validate.errors ?? []) };
+  return (body, numbers = NumberTexts.none) => {
+    const context: ValidationContext = { numbers };
+    return validate.call(context, body)
+      ? { ok: true }
+      : { ok: false, problems: explainErrors(validate.errors ?? []) };
+  };
 }

@@ -16,7 +16,7 @@ export const POLICY_RULES = [
 export type PolicyRule = (typeof POLICY_RULES)[number];
 
 /** A value as the request sent it or as the policy forwards it: enum words, integers, booleans. */
-export type PolicyValue = string | number | bigint | boolean;
+export type PolicyValue = string | number | boolean;
 
 export interface PolicyChange {
   rule: PolicyRule;

@@ -3,9 +3,8 @@
 // limits charge and the upstream receives exactly what the policy decided.
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { gatewayError } from '../errors/registry.ts';
-import { stringifyJson } from '../json/lossless.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
-import { parsedJsonBody } from '../validation/json-body.ts';
+import { parsedJsonBody, rewriteTopLevelMembers } from '../validation/json-body.ts';
 import { applyPolicy } from './apply-policy.ts';
 import { POLICY_HEADER, formatPolicyHeader } from './header.ts';
 import { isRejection, type PolicyOutcome, type PolicyRoute } from './outcome.ts';
@@ -38,7 +37,7 @@ export function createPolicyHook(metrics: Pick<GatewayMetrics, 'policyActions'>)
     if (route !== 'images.create' && route !== 'videos.create')
       throw new Error('policy applied outside a create route');
     const body = parsedJsonBody(request);
-    const outcome = applyPolicy(tenant.policy, route satisfies PolicyRoute, body.value);
+    const outcome = applyPolicy(tenant.policy, route satisfies PolicyRoute, body.value, body.numbers);
     recordPolicyActions(metrics, tenant.id, tenant.policy.mode, outcome);
     request.policyLog = policyLogFields(outcome);
     if (outcome.rejection !== undefined) {
@@ -47,7 +46,8 @@ export function createPolicyHook(metrics: Pick<GatewayMetrics, 'policyActions'>)
     }
     if (outcome.body !== body.value) {
       reply.header(POLICY_HEADER, formatPolicyHeader(outcome.changes));
-      request.body = { raw: Buffer.from(stringifyJson(outcome.body), 'utf8'), value: outcome.body };
+      const rewritten = outcome.changes.map((change) => change.field);
+      request.body = rewriteTopLevelMembers(body, outcome.body, rewritten);
     }
     done();
   };

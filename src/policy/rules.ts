@@ -2,6 +2,8 @@
 // decision, or undefined when the request complies or the rule does not concern the route. An omitted or
 // null field is judged as the service default it stands for (upstream-api.md), never as "no value".
 import type { TenantPolicy } from '../config/schema.ts';
+import { compareDecimals, isWholeDecimal, parseExactDecimal } from '../json/exact-decimal.ts';
+import { exactNumberAt, type NumberTexts } from '../json/number-texts.ts';
 import { IMAGE_DEFAULTS, SAFETY_LEVELS, type SafetyLevel } from '../maxai/schemas.ts';
 import { firstMatchingGlob } from './model-globs.ts';
 import type {
@@ -17,6 +19,7 @@ export type RuleEvaluator = (
   policy: TenantPolicy,
   route: PolicyRoute,
   body: Readonly<Record<string, unknown>>,
+  numbers: NumberTexts,
 ) => PolicyDecision | undefined;
 
 /** The value the request sent, or undefined when it sent nothing or null (the service default applies). */
@@ -45,8 +48,19 @@ function change(
   return { rule, field: rule, action, from, to };
 }
 
-function isInteger(value: unknown): value is number | bigint {
-  return typeof value === 'bigint' || Number.isInteger(value);
+/**
+ * Whether the integer member `field` exceeds `maximum`, judged on the exact value the client wrote (the
+ * same reading validation made); undefined when the request sent no integer there.
+ */
+function integerExceeds(
+  body: Readonly<Record<string, unknown>>,
+  numbers: NumberTexts,
+  field: string,
+  maximum: number,
+): boolean | undefined {
+  const exact = exactNumberAt(numbers, body, field, body[field]);
+  if (exact === undefined || !isWholeDecimal(exact)) return undefined;
+  return compareDecimals(exact, parseExactDecimal(String(maximum))) > 0;
 }
 
 // Deny globs first, then the allow list. The service default model has no name a glob could match, so
@@ -79,13 +93,12 @@ const models: RuleEvaluator = (policy, _route, body) => {
 
 // Video rules only reject: a shorter video than the one asked for is a different product, not a safer
 // version of the same one.
-const video: RuleEvaluator = (policy, route, body) => {
+const video: RuleEvaluator = (policy, route, body, numbers) => {
   const rule = policy.video;
   if (rule === undefined || route !== 'videos.create') return undefined;
   if (!rule.enabled) return reject('video', undefined, 'video generation is not enabled for this tenant');
-  const duration = sentValue(body, 'duration');
   const maximum = rule.maxDurationSeconds;
-  if (maximum === undefined || !isInteger(duration) || duration <= maximum) return undefined;
+  if (maximum === undefined || integerExceeds(body, numbers, 'duration', maximum) !== true) return undefined;
   return reject('video', 'duration', `duration must be at most ${maximum} for this tenant`);
 };
 
@@ -118,12 +131,12 @@ const safetyLevel: RuleEvaluator = (policy, route, body) => {
 
 function maximumRule(field: 'samples' | 'steps'): RuleEvaluator {
   const serviceDefault = IMAGE_DEFAULTS[field];
-  return (policy, route, body) => {
+  return (policy, route, body, numbers) => {
     const rule = policy[field];
     if (rule === undefined || route !== 'images.create') return undefined;
     const sent = sentValue(body, field);
-    const value = isInteger(sent) ? sent : serviceDefault;
-    if (value <= rule.maximum) return undefined;
+    const sentExceeds = integerExceeds(body, numbers, field, rule.maximum);
+    if (!(sentExceeds ?? serviceDefault > rule.maximum)) return undefined;
     if (rule.onViolation === 'reject') {
       return reject(
         field,
@@ -131,7 +144,8 @@ function maximumRule(field: 'samples' | 'steps'): RuleEvaluator {
         `${field} must be at most ${rule.maximum} for this tenant${defaultNote(sent, serviceDefault)}`,
       );
     }
-    return change(field, 'clamped', isInteger(sent) ? sent : undefined, rule.maximum);
+    // Validation bounds samples and steps to small integers, so the parsed double is the exact value.
+    return change(field, 'clamped', sentExceeds === undefined ? undefined : (sent as number), rule.maximum);
   };
 }
 

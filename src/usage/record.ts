@@ -4,6 +4,7 @@ import type { RouteId } from '../config/route-ids.ts';
 import { requestedSamples, requestedVideoSeconds } from '../maxai/request-values.ts';
 import { VIDEO_SIZES, type VideoTier } from '../maxai/schemas.ts';
 import { estimateVideoCostUsd } from './pricing.ts';
+import { readRecordSummary } from './record-summary.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
 import type { UsageEvent, UsageMeter } from './meter.ts';
 
@@ -14,22 +15,9 @@ function videoTier(dimensions: unknown): VideoTier | undefined {
 }
 
 function reportedCost(responseBody: Buffer): { requestId: string; costUsd: number } | undefined {
-  let record: unknown;
-  try {
-    // Plain JSON.parse: totalCost needs no exact integers, and a record with base64 results is large.
-    record = (JSON.parse(responseBody.toString('utf8')) as { data?: unknown }).data;
-  } catch {
-    return undefined;
-  }
-  if (typeof record !== 'object' || record === null) return undefined;
-  const { id, totalCost, completedAt } = record as {
-    id?: unknown;
-    totalCost?: unknown;
-    completedAt?: unknown;
-  };
+  const { id, totalCost, completedAt } = readRecordSummary(responseBody);
   // Only a finished record's cost is final; counting earlier would count a partial figure.
-  if (typeof id !== 'string' || typeof totalCost !== 'number' || typeof completedAt !== 'string')
-    return undefined;
+  if (id === undefined || totalCost === undefined || completedAt === undefined) return undefined;
   return { requestId: id, costUsd: totalCost };
 }
 

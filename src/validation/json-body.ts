@@ -1,42 +1,53 @@
-// The gateway's only JSON body parser: one strict, lossless parse whose result drives every decision
-// and whose raw bytes are what the upstream receives when nothing had to change. Losslessness comes
-// from the structure scan, which locates the few integers a double rounds; the parse itself is plain
-// JSON.parse, several times cheaper than a reviver that is called for every value.
+// The gateway's only JSON body parser: one strict parse whose result drives every decision and whose
+// raw bytes are what the upstream receives. The structure scan keeps the source text of every number a
+// schema judges (so nothing is judged on a rounded double) and where each top-level member's value sits,
+// so that a rewrite splices new values into the client's bytes: every number, escape and space the
+// client wrote reaches the upstream as written, rewritten or not. The parse itself is plain JSON.parse.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { gatewayError, type GatewayError } from '../errors/registry.ts';
+import { gatewayError } from '../errors/registry.ts';
+import { NumberTexts, type MemberNumberTexts } from '../json/number-texts.ts';
 import {
   MAX_JSON_DEPTH,
+  MAX_JSON_VALUES,
   scanJsonStructure,
-  type ExactInteger,
-  type PathSegment,
-  type StructureProblem,
+  type ObjectNumberTexts,
+  type TopLevelLayout,
+  type ValueSpan,
 } from './json-structure.ts';
 
 export interface JsonBody {
-  /** The bytes exactly as the client sent them. */
+  /** The bytes the upstream receives: the client's, or the client's with top-level members spliced. */
   raw: Buffer;
-  /** The parsed object; integer literals that are not safe integers are bigints with every digit. */
+  /** The parsed object, numbers as JSON.parse reads them; judge numbers through `numbers`. */
   value: Record<string, unknown>;
+  /** The source text of the numbers the schemas judge. */
+  numbers: NumberTexts;
+  /** Where the top-level members' values sit in `raw` decoded. */
+  layout: TopLevelLayout;
 }
 
 // `fatal` rejects invalid UTF-8; `ignoreBOM` keeps a BOM in the text so that JSON.parse rejects it.
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
-const CHARSET_PARAMETER = /;\s*charset\s*=\s*"?([^";\s]+)"?/i;
+/** A media type parameter: its name, and its value as a token or a quoted string. */
+const MEDIA_TYPE_PARAMETER = /;\s*([^\s=;]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s;]*)/g;
 const NOT_UTF8_JSON = 'the request body is not valid UTF-8 JSON';
+const UTF8_JSON_ONLY = 'request bodies must be application/json in UTF-8';
 
+/**
+ * UTF-8 is the only charset (RFC 8259 section 8.1): a body declared in another one, or with the charset
+ * named twice, would be read one way here and perhaps another way upstream.
+ */
 function assertUtf8Charset(contentType: string | undefined): void {
-  const charset = contentType === undefined ? undefined : CHARSET_PARAMETER.exec(contentType)?.[1];
-  if (charset !== undefined && charset.toLowerCase() !== 'utf-8') {
-    throw gatewayError('unsupported_media_type', 'request bodies must be application/json in UTF-8');
+  if (contentType === undefined) return;
+  let charsets = 0;
+  for (const [, name = '', value = ''] of contentType.matchAll(MEDIA_TYPE_PARAMETER)) {
+    if (name.toLowerCase() !== 'charset') continue;
+    charsets += 1;
+    const charset = value.startsWith('"') ? value.slice(1, -1) : value;
+    if (charsets > 1 || charset.toLowerCase() !== 'utf-8') {
+      throw gatewayError('unsupported_media_type', UTF8_JSON_ONLY);
+    }
   }
-}
-
-function structureError(problem: Exclude<StructureProblem, { kind: 'too_deep' }>): GatewayError {
-  const reason =
-    problem.kind === 'duplicate_member'
-      ? 'appears more than once; member names must be unique'
-      : 'is a reserved member name (__proto__ and constructor are not accepted)';
-  return gatewayError('invalid_json', `${problem.path} ${reason}`, { param: problem.path });
 }
 
 function decodeUtf8(raw: Buffer): string {
@@ -55,15 +66,16 @@ function parseJson(text: string): unknown {
   }
 }
 
-type JsonContainer = Record<PathSegment, unknown>;
-
-/** Puts back the digits JSON.parse rounded away; each path names one value, as no member name repeats. */
-function restoreExactIntegers(body: JsonContainer, exactIntegers: readonly ExactInteger[]): void {
-  for (const { containerPath, key, literal } of exactIntegers) {
-    let container = body;
-    for (const segment of containerPath) container = container[segment] as JsonContainer;
-    container[key] = BigInt(literal);
+/** Ties each kept set of number texts to the object JSON.parse made at its path. */
+function numberTextsOf(body: Record<string, unknown>, kept: readonly ObjectNumberTexts[]): NumberTexts {
+  if (kept.length === 0) return NumberTexts.none;
+  const byObject = new Map<object, MemberNumberTexts>();
+  for (const { path, texts } of kept) {
+    let object: unknown = body;
+    for (const name of path) object = (object as Record<string, unknown>)[name];
+    byObject.set(object as object, texts);
   }
+  return new NumberTexts(byObject);
 }
 
 export function parseJsonBody(raw: Buffer): JsonBody {
@@ -73,13 +85,70 @@ export function parseJsonBody(raw: Buffer): JsonBody {
   if (structure.problem?.kind === 'too_deep') {
     throw gatewayError('invalid_json', `the request body nests deeper than ${MAX_JSON_DEPTH} levels`);
   }
+  if (structure.problem?.kind === 'too_many_values') {
+    throw gatewayError('invalid_json', `the request body holds more than ${MAX_JSON_VALUES} values`);
+  }
   const value = parseJson(text);
-  if (structure.problem !== undefined) throw structureError(structure.problem);
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+  if (structure.problem !== undefined) {
+    const { path } = structure.problem;
+    throw gatewayError('invalid_json', `${path} appears more than once; member names must be unique`, {
+      param: path,
+    });
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value) || !structure.layout) {
     throw gatewayError('invalid_json', 'the request body must be a JSON object');
   }
-  restoreExactIntegers(value as JsonContainer, structure.exactIntegers);
-  return { raw, value: value as Record<string, unknown> };
+  const body = value as Record<string, unknown>;
+  return { raw, value: body, numbers: numberTextsOf(body, structure.numberTexts), layout: structure.layout };
+}
+
+/**
+ * The body with the top-level members named in `rewritten` set to their values in `value` (a copy of the
+ * body's value with those members changed): each present member's value text is replaced, each absent
+ * one appended before the closing brace. Every other byte stays as the client sent it.
+ */
+export function rewriteTopLevelMembers(
+  body: JsonBody,
+  value: Record<string, unknown>,
+  rewritten: readonly string[],
+): JsonBody {
+  const text = body.raw.toString('utf8');
+  const pieces: string[] = [];
+  const members = new Map<string, ValueSpan>();
+  let cursor = 0;
+  /** How far everything after `cursor` has moved. */
+  let shift = 0;
+  for (const [name, span] of body.layout.members) {
+    if (!rewritten.includes(name)) {
+      members.set(name, { start: span.start + shift, end: span.end + shift });
+      continue;
+    }
+    const replacement = JSON.stringify(value[name]);
+    pieces.push(text.slice(cursor, span.start), replacement);
+    members.set(name, { start: span.start + shift, end: span.start + shift + replacement.length });
+    shift += replacement.length - (span.end - span.start);
+    cursor = span.end;
+  }
+  pieces.push(text.slice(cursor, body.layout.closingBrace));
+  let closingBrace = body.layout.closingBrace + shift;
+  for (const name of rewritten) {
+    if (members.has(name)) continue;
+    const member = `${members.size === 0 ? '' : ','}${JSON.stringify(name)}:`;
+    const replacement = JSON.stringify(value[name]);
+    pieces.push(member, replacement);
+    members.set(name, {
+      start: closingBrace + member.length,
+      end: closingBrace + member.length + replacement.length,
+    });
+    closingBrace += member.length + replacement.length;
+  }
+  pieces.push(text.slice(body.layout.closingBrace));
+  return {
+    raw: Buffer.from(pieces.join(''), 'utf8'),
+    value,
+    numbers: body.numbers.withObjectReplaced(body.value, value, rewritten),
+    layout: { members, closingBrace },
+  };
 }
 
 /** The parsed body of a POST route; a request that sent none gets the same 415 as a wrong media type. */

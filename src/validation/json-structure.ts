@@ -1,48 +1,76 @@
 // One pass over a JSON text for what JSON.parse does not give: how deep the document nests, whether an
-// object names a member twice or uses a name that reaches for a prototype, and where the integers a
-// double cannot hold sit. Only brackets, commas, colons, member names and numbers are read; anything
-// this scanner skips over without looking is left to JSON.parse, which must accept the text before the
-// scan's findings mean anything.
+// object names a member twice (however its name is escaped), the source text of the numbers a schema may
+// judge, and where each top-level member's value sits so that a rewrite can splice new values in and
+// leave every other byte as sent. Only brackets, commas, colons, member names and numbers are read;
+// anything this scanner skips over without looking is left to JSON.parse, which must accept the text
+// before the scan's findings mean anything. Every step is constant work per character or per member
+// (strings, whitespace and number tokens are crossed with native searches), so the scan is linear in the
+// text whatever its shape.
 
 /** Deep enough for any real request (the service's own bodies nest 3 levels), far below stack limits. */
 export const MAX_JSON_DEPTH = 32;
 
 /**
- * Names that would reach an object's prototype if any later code (ours, or the service's) copied
- * members with plain assignment. JSON.parse alone keeps them harmless; refusing them keeps them so.
+ * Values (objects, arrays, strings, numbers, literals) a body may hold. A real submission holds a few
+ * dozen. JSON.parse spends as long building one value as copying tens to hundreds of bytes of a prompt, so a
+ * body of a million small values would hold the event loop many times longer than a plain body of the
+ * same size: past this count the body is refused before it is parsed, which bounds what parsing,
+ * validating and explaining any body can cost whatever its size (docs/validation.md has the figures).
  */
-const RESERVED_MEMBER_NAMES: ReadonlySet<string> = new Set(['__proto__', 'constructor']);
+export const MAX_JSON_VALUES = 5_000;
 
-/** A member name, or an element index. */
-export type PathSegment = string | number;
+/**
+ * Number texts are kept for members of objects up to this depth, reached through objects only: the
+ * request schemas judge numbers no deeper (`dimensions.outpaint.top` sits at depth 3), and nothing reads
+ * the numbers elsewhere, which are forwarded byte for byte. Keeping none there keeps a body of a
+ * million numbers from costing a million kept texts.
+ */
+export const NUMBER_TEXT_DEPTH = 3;
 
+/** `too_deep` and `too_many_values` are reported as soon as seen, before the text is parsed. */
 export type StructureProblem =
-  { kind: 'too_deep' } | { kind: 'duplicate_member' | 'reserved_member'; path: string };
+  { kind: 'too_deep' } | { kind: 'too_many_values' } | { kind: 'duplicate_member'; path: string };
 
-/** An integer literal that is not a safe integer: the double JSON.parse makes of it may not be its value. */
-export interface ExactInteger {
-  /** The segments from the top-level value to the object or array that holds the integer. */
-  containerPath: readonly PathSegment[];
-  /** Where the integer sits in that container. */
-  key: PathSegment;
-  /** The client's digits, with the sign. */
-  literal: string;
+/** An object whose numeric members' texts were kept, located by member names from the top. */
+export interface ObjectNumberTexts {
+  /** Member names from the top-level object to this one; empty for the top level. */
+  path: readonly string[];
+  /** Member name → the number exactly as written. */
+  texts: Map<string, string>;
+}
+
+/** Where a top-level member's value sits: from just after its colon to its comma or closing brace. */
+export interface ValueSpan {
+  start: number;
+  end: number;
+}
+
+/** The top-level object's members in text order, and where its closing brace is. */
+export interface TopLevelLayout {
+  members: Map<string, ValueSpan>;
+  closingBrace: number;
 }
 
 /** A text with a problem has no reliable paths (a duplicate makes one ambiguous), so none are given. */
 export type JsonStructure =
-  | { problem: StructureProblem; exactIntegers?: undefined }
-  | { problem: undefined; exactIntegers: readonly ExactInteger[] };
+  | { problem: StructureProblem; numberTexts?: undefined; layout?: undefined }
+  | {
+      problem: undefined;
+      numberTexts: readonly ObjectNumberTexts[];
+      /** Undefined unless the document is an object. */
+      layout: TopLevelLayout | undefined;
+    };
 
 interface Container {
-  /** Member names seen so far; undefined for an array. */
+  isObject: boolean;
+  /** Member names seen so far, once there are two: most objects in a body have one member or none. */
   names: Set<string> | undefined;
-  /** Where this container sits in its parent; undefined at the top. */
-  segment: PathSegment | undefined;
+  /** Where this object's number texts go; undefined where none are kept. */
+  numbers: ObjectNumberTexts | undefined;
   expectingName: boolean;
   /** The member being read (objects). */
   current: string;
-  /** The element being read (arrays). */
+  /** The element (arrays) or member (objects) being read, counted from 0. */
   index: number;
 }
 
@@ -55,24 +83,39 @@ const CLOSE_OBJECT = 0x7d;
 const OPEN_ARRAY = 0x5b;
 const CLOSE_ARRAY = 0x5d;
 const MINUS = 0x2d;
-const PLUS = 0x2b;
-const DOT = 0x2e;
 const DIGIT_ZERO = 0x30;
 const DIGIT_NINE = 0x39;
-const LOWER_E = 0x65;
-const UPPER_E = 0x45;
+const LOWER_F = 0x66;
+const LOWER_N = 0x6e;
+const LOWER_T = 0x74;
 
-/** Every integer of up to 15 digits is a safe integer (2^53 has 16), so shorter ones need no check. */
-const MAX_ALWAYS_SAFE_DIGITS = 15;
+/** A run of JSON whitespace, crossed with one native match rather than a step per character. */
+const WHITESPACE_RUN = /[ \t\n\r]*/y;
+const SPACE = 0x20;
+const TAB = 0x09;
+const LINE_FEED = 0x0a;
+const CARRIAGE_RETURN = 0x0d;
 
-/** Index of the quote that closes the string opened at `start` (the text's end if it never closes). */
+/** The rest of a number token: digits, signs, points and exponent marks (JSON.parse checks the order). */
+const NUMBER_TAIL = /[\d.eE+-]*/y;
+
+/** Every integer of up to 15 digits is a safe integer (2^53 has 16): its double is its exact value. */
+const MAX_EXACT_DOUBLE_DIGITS = 15;
+
+/**
+ * Index of the quote that closes the string opened at `start` (the text's end if it never closes).
+ * A string without escapes is crossed with one native search. Once an escaped quote shows up, the rest
+ * of the string is read character by character instead: hopping from quote to quote would cost a search
+ * per escaped quote, and a string of nothing but `\"` would cost a call per two characters.
+ */
 function endOfString(text: string, start: number): number {
-  let quote = text.indexOf('"', start + 1);
-  while (quote !== -1) {
-    let backslashes = 0;
-    while (text.charCodeAt(quote - 1 - backslashes) === BACKSLASH) backslashes += 1;
-    if (backslashes % 2 === 0) return quote;
-    quote = text.indexOf('"', quote + 1);
+  const quote = text.indexOf('"', start + 1);
+  if (quote === -1) return text.length;
+  if (text.charCodeAt(quote - 1) !== BACKSLASH) return quote;
+  for (let position = start + 1; position < text.length; position += 1) {
+    const code = text.charCodeAt(position);
+    if (code === QUOTE) return position;
+    if (code === BACKSLASH) position += 1;
   }
   return text.length;
 }
@@ -81,30 +124,21 @@ function isDigit(code: number): boolean {
   return code >= DIGIT_ZERO && code <= DIGIT_NINE;
 }
 
-function isNumberPart(code: number): boolean {
-  return (
-    isDigit(code) || code === DOT || code === LOWER_E || code === UPPER_E || code === PLUS || code === MINUS
-  );
-}
-
-function endOfDigits(text: string, start: number): number {
-  let end = start;
-  while (isDigit(text.charCodeAt(end))) end += 1;
-  return end;
-}
-
 /** Index just past the whole number token at `start`, so that the `-30` of `1e-30` is not a number. */
 function endOfNumber(text: string, start: number): number {
-  let end = start + 1;
-  while (isNumberPart(text.charCodeAt(end))) end += 1;
-  return end;
+  NUMBER_TAIL.lastIndex = start + 1;
+  NUMBER_TAIL.test(text);
+  return NUMBER_TAIL.lastIndex;
 }
 
-/** Whether the number token from `start` to `end` is an integer literal that is not a safe integer. */
-function isUnsafeIntegerLiteral(text: string, start: number, end: number): boolean {
+/** Whether the double JSON.parse makes of the number token is exactly the value written. */
+function isShortIntegerLiteral(text: string, start: number, end: number): boolean {
   const digitsStart = text.charCodeAt(start) === MINUS ? start + 1 : start;
-  if (end - digitsStart <= MAX_ALWAYS_SAFE_DIGITS) return false;
-  return endOfDigits(text, digitsStart) === end && !Number.isSafeInteger(Number(text.slice(start, end)));
+  if (end - digitsStart > MAX_EXACT_DOUBLE_DIGITS) return false;
+  for (let position = digitsStart; position < end; position += 1) {
+    if (!isDigit(text.charCodeAt(position))) return false;
+  }
+  return true;
 }
 
 /**
@@ -122,52 +156,65 @@ function memberName(text: string, open: number, close: number): string | undefin
   }
 }
 
-/** Where the value being read sits in `container`. */
-function currentKey(container: Container): PathSegment {
-  return container.names === undefined ? container.index : container.current;
+/** The member names leading to the object being opened, when its number texts are to be kept. */
+function numbersOfNewObject(stack: readonly Container[]): ObjectNumberTexts | undefined {
+  const parent = stack.at(-1);
+  if (parent === undefined) return { path: [], texts: new Map() };
+  if (stack.length >= NUMBER_TEXT_DEPTH || parent.numbers === undefined) return undefined;
+  return { path: [...parent.numbers.path, parent.current], texts: new Map() };
 }
 
-function containerPath(stack: readonly Container[]): PathSegment[] {
-  const segments: PathSegment[] = [];
-  for (const container of stack) if (container.segment !== undefined) segments.push(container.segment);
-  return segments;
+/** Whether `name` was seen before in the object; records it. `current` still holds the previous name. */
+function isRepeatedName(object: Container, name: string): boolean {
+  if (object.index === 0) return false;
+  object.names ??= new Set([object.current]);
+  if (object.names.has(name)) return true;
+  object.names.add(name);
+  return false;
 }
 
-function pathTo(stack: readonly Container[], name: string): string {
-  return [...containerPath(stack), name].join('.');
-}
-
-function nameProblem(
-  stack: readonly Container[],
-  names: Set<string>,
-  name: string,
-): StructureProblem | undefined {
-  if (RESERVED_MEMBER_NAMES.has(name)) return { kind: 'reserved_member', path: pathTo(stack, name) };
-  if (names.has(name)) return { kind: 'duplicate_member', path: pathTo(stack, name) };
-  return undefined;
+function duplicatePath(stack: readonly Container[], name: string): string {
+  // Reported once per body, so walking the stack here costs nothing per member.
+  const segments = stack
+    .slice(0, -1)
+    .map((container) => (container.isObject ? container.current : String(container.index)));
+  return [...segments, name].join('.');
 }
 
 /**
- * Scans a JSON text once. Nesting past MAX_JSON_DEPTH is reported as soon as it is seen, so that a
- * hostile document is dropped before JSON.parse spends time on it; the other findings are only
- * meaningful once JSON.parse has accepted the text.
+ * Scans a JSON text once. Nesting past MAX_JSON_DEPTH and more than MAX_JSON_VALUES values are
+ * reported as soon as seen, so that a hostile document is dropped before JSON.parse spends time on it;
+ * the other findings are only meaningful once JSON.parse has accepted the text.
  */
 export function scanJsonStructure(text: string): JsonStructure {
   const stack: Container[] = [];
-  const exactIntegers: ExactInteger[] = [];
+  const numberTexts: ObjectNumberTexts[] = [];
+  let layout: TopLevelLayout | undefined;
+  /** Where the top-level member being read starts its value; -1 between members. */
+  let topLevelValueStart = -1;
   // After the first problem only the depth is still tracked: the problem is what will be reported.
   let problem: StructureProblem | undefined;
+  let values = 0;
+  const endTopLevelMember = (position: number) => {
+    const [topLevel] = stack;
+    if (layout !== undefined && topLevelValueStart !== -1 && stack.length === 1 && topLevel !== undefined) {
+      layout.members.set(topLevel.current, { start: topLevelValueStart, end: position });
+      topLevelValueStart = -1;
+    }
+  };
   for (let position = 0; position < text.length; position += 1) {
     const code = text.charCodeAt(position);
     const top = stack.at(-1);
     switch (code) {
       case QUOTE: {
         const end = endOfString(text, position);
-        if (problem === undefined && top?.names !== undefined && top.expectingName) {
+        const isName = top?.isObject === true && top.expectingName;
+        if (!isName && (values += 1) > MAX_JSON_VALUES) return { problem: { kind: 'too_many_values' } };
+        if (problem === undefined && isName) {
           const name = memberName(text, position, end);
           if (name !== undefined) {
-            problem = nameProblem(stack, top.names, name);
-            top.names.add(name);
+            if (isRepeatedName(top, name))
+              problem = { kind: 'duplicate_member', path: duplicatePath(stack, name) };
             top.current = name;
           }
         }
@@ -177,10 +224,15 @@ export function scanJsonStructure(text: string): JsonStructure {
       case OPEN_OBJECT:
       case OPEN_ARRAY: {
         if (stack.length === MAX_JSON_DEPTH) return { problem: { kind: 'too_deep' } };
+        if ((values += 1) > MAX_JSON_VALUES) return { problem: { kind: 'too_many_values' } };
         const isObject = code === OPEN_OBJECT;
+        if (isObject && stack.length === 0) layout = { members: new Map(), closingBrace: -1 };
+        const numbers = isObject ? numbersOfNewObject(stack) : undefined;
+        if (numbers !== undefined) numberTexts.push(numbers);
         stack.push({
-          names: isObject ? new Set() : undefined,
-          segment: top === undefined ? undefined : currentKey(top),
+          isObject,
+          names: undefined,
+          numbers,
           expectingName: isObject,
           current: '',
           index: 0,
@@ -189,29 +241,51 @@ export function scanJsonStructure(text: string): JsonStructure {
       }
       case CLOSE_OBJECT:
       case CLOSE_ARRAY:
+        endTopLevelMember(position);
+        if (stack.length === 1 && layout !== undefined) layout.closingBrace = position;
         stack.pop();
         break;
       case COMMA:
+        endTopLevelMember(position);
         if (top !== undefined) {
-          top.expectingName = top.names !== undefined;
+          top.expectingName = top.isObject;
           top.index += 1;
         }
         break;
       case COLON:
         if (top !== undefined) top.expectingName = false;
+        if (stack.length === 1) topLevelValueStart = position + 1;
+        break;
+      case LOWER_T:
+      case LOWER_F:
+      case LOWER_N:
+        // true, false, null: none of their other letters starts a literal.
+        if ((values += 1) > MAX_JSON_VALUES) return { problem: { kind: 'too_many_values' } };
+        break;
+      case SPACE:
+      case TAB:
+      case LINE_FEED:
+      case CARRIAGE_RETURN:
+        WHITESPACE_RUN.lastIndex = position;
+        WHITESPACE_RUN.test(text);
+        position = WHITESPACE_RUN.lastIndex - 1;
         break;
       default: {
         if (code !== MINUS && !isDigit(code)) break;
+        if ((values += 1) > MAX_JSON_VALUES) return { problem: { kind: 'too_many_values' } };
         const end = endOfNumber(text, position);
-        // A bare number is a whole document, never a body: only integers inside a container are kept.
-        if (problem === undefined && top !== undefined && isUnsafeIntegerLiteral(text, position, end)) {
-          const literal = text.slice(position, end);
-          exactIntegers.push({ containerPath: containerPath(stack), key: currentKey(top), literal });
+        if (
+          problem === undefined &&
+          top?.numbers !== undefined &&
+          !isShortIntegerLiteral(text, position, end)
+        ) {
+          top.numbers.texts.set(top.current, text.slice(position, end));
         }
         position = end - 1;
         break;
       }
     }
   }
-  return problem === undefined ? { problem, exactIntegers } : { problem };
+  if (problem !== undefined) return { problem };
+  return { problem, numberTexts: numberTexts.filter((object) => object.texts.size > 0), layout };
 }

@@ -24,7 +24,8 @@ export function validateRequestBody(
 ): void {
   const schema = routeSchemaFor(gatewayRouteOf(request).id);
   if (schema === undefined) throw new Error('body validation on a route without a request schema');
-  const result = schema.validate(parsedJsonBody(request).value);
+  const body = parsedJsonBody(request);
+  const result = schema.validate(body.value, body.numbers);
   if (!result.ok) throw schemaViolation(result.problems);
   done();
 }

@@ -234,8 +234,8 @@ function checkEachUpstreamRequest(received: ReceivedRequest[]): () => void {
 /**
  * What the upstream should have received for a create the client sent without a requestId: the very
  * bytes sent, with the id the gateway assigned spliced in before the closing brace (contract section 7).
- * A null requestId is replaced in place (the body is then serialised anew); a body that carried a
- * requestId is expected unchanged.
+ * A null requestId is replaced in place, with the spaces around it; a body that carried a requestId is
+ * expected unchanged.
  */
 export function sentWithAssignedRequestId(
   harness: GatewayHarness,
@@ -253,7 +253,10 @@ export function sentWithAssignedRequestId(
   ) {
     throw new Error('the upstream received no assigned UUID v4 requestId');
   }
-  if ('requestId' in parsed) return Buffer.from(JSON.stringify({ ...parsed, requestId: assigned }));
+  if ('requestId' in parsed) {
+    const replaced = sentBytes.toString('utf8').replace(/("requestId"\s*:)\s*null\s*/, `$1"${assigned}"`);
+    return Buffer.from(replaced);
+  }
   const end = sentBytes.lastIndexOf(0x7d);
   const separator = Object.keys(parsed).length === 0 ? '' : ',';
   return Buffer.concat([

@@ -40,7 +40,7 @@ describe('gengate_validation_failures_total', () => {
       [IMAGES, '{"samples":21}'],
       [IMAGES, '{"dimensions":{"outpaint":{"top":"1"}}}'],
       [IMAGES, '{"samples":1,"samples":2}'],
-      [IMAGES, '{"input":{"__proto__":{}}}'],
+      [IMAGES, '{"__proto__":{}}'],
       [IMAGES, '{"samples":'],
       [IMAGES, '[]'],
       [VIDEOS, '{}'],

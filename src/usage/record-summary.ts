@@ -1,0 +1,119 @@
+// The three members of a polled record that metering reads (`data.id`, `data.totalCost`,
+// `data.completedAt`), found without parsing the record. A finished image record carries its results,
+// base64 images included, so parsing it whole would build megabytes of strings on the event loop for
+// one number. This reads the bytes once, skipping every string's contents with a native byte search,
+// and decodes only the member names and the three values it wants: time linear in the body with a
+// small constant, and memory independent of it.
+
+export interface RecordSummary {
+  id?: string;
+  totalCost?: number;
+  completedAt?: string;
+}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COMMA = 0x2c;
+const COLON = 0x3a;
+const OPEN_OBJECT = 0x7b;
+const CLOSE_OBJECT = 0x7d;
+const OPEN_ARRAY = 0x5b;
+const CLOSE_ARRAY = 0x5d;
+const MINUS = 0x2d;
+const DIGIT_ZERO = 0x30;
+const DIGIT_NINE = 0x39;
+
+interface Container {
+  isObject: boolean;
+  expectingName: boolean;
+  /** The member being read (objects). */
+  current: string | undefined;
+}
+
+/**
+ * Index of the quote that closes the string opened at `start` (the body's end if it never closes): one
+ * native search for a string without escapes; once an escaped quote shows up, byte by byte, so that a
+ * string of escaped quotes costs no search per quote. (The request scanner, src/validation/
+ * json-structure.ts, does the same over text; this one reads bytes to decode nothing.)
+ */
+function endOfString(body: Buffer, start: number): number {
+  const quote = body.indexOf(QUOTE, start + 1);
+  if (quote === -1) return body.length;
+  if (body[quote - 1] !== BACKSLASH) return quote;
+  for (let position = start + 1; position < body.length; position += 1) {
+    const code = body[position];
+    if (code === QUOTE) return position;
+    if (code === BACKSLASH) position += 1;
+  }
+  return body.length;
+}
+
+function decodeString(body: Buffer, open: number, close: number): string | undefined {
+  try {
+    const value: unknown = JSON.parse(body.toString('utf8', open, close + 1));
+    return typeof value === 'string' ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function isNumberStart(code: number): boolean {
+  return code === MINUS || (code >= DIGIT_ZERO && code <= DIGIT_NINE);
+}
+
+function endOfToken(body: Buffer, start: number): number {
+  let end = start + 1;
+  while (end < body.length && isNumberPart(body[end] ?? 0)) end += 1;
+  return end;
+}
+
+function isNumberPart(code: number): boolean {
+  // Digits, '.', 'e', 'E', '+', '-'.
+  return isNumberStart(code) || code === 0x2e || code === 0x65 || code === 0x45 || code === 0x2b;
+}
+
+/**
+ * The summary members of the record under the top-level `data` object; a member that is missing or of
+ * another type is left out. The body is trusted to be the upstream's JSON: no other member is checked.
+ */
+export function readRecordSummary(body: Buffer): RecordSummary {
+  const stack: Container[] = [];
+  const summary: RecordSummary = {};
+  // The member of the record being read; undefined outside the record (the object `data` names).
+  const recordMember = () =>
+    stack.length === 2 && stack[0]?.current === 'data' && stack[1]?.isObject === true
+      ? stack[1].current
+      : undefined;
+  for (let position = 0; position < body.length; position += 1) {
+    const code = body[position] ?? 0;
+    const top = stack.at(-1);
+    if (code === QUOTE) {
+      const end = endOfString(body, position);
+      const member = recordMember();
+      if (top?.isObject === true && top.expectingName) {
+        // Only the names of the top level and of the record matter; deeper ones are not decoded.
+        top.current = stack.length <= 2 ? decodeString(body, position, end) : undefined;
+      } else if (member === 'id' || member === 'completedAt') {
+        const value = decodeString(body, position, end);
+        if (value !== undefined) summary[member] = value;
+      }
+      position = end;
+    } else if (code === OPEN_OBJECT || code === OPEN_ARRAY) {
+      stack.push({ isObject: code === OPEN_OBJECT, expectingName: code === OPEN_OBJECT, current: undefined });
+    } else if (code === CLOSE_OBJECT || code === CLOSE_ARRAY) {
+      stack.pop();
+    } else if (code === COMMA) {
+      if (top !== undefined) top.expectingName = top.isObject;
+    } else if (code === COLON) {
+      if (top !== undefined) top.expectingName = false;
+    } else if (isNumberStart(code)) {
+      const end = endOfToken(body, position);
+      if (recordMember() === 'totalCost') {
+        const cost = Number(body.toString('latin1', position, end));
+        if (Number.isFinite(cost)) summary.totalCost = cost;
+      }
+      position = end - 1;
+    }
+  }
+  return summary;
+}
