@@ -89,6 +89,14 @@ export function parseJsonBody(raw: Buffer): JsonBody {
     throw gatewayError('invalid_json', `the request body holds more than ${MAX_JSON_VALUES} values`);
   }
   const value = parseJson(text);
+  if (structure.problem?.kind === 'reserved_member') {
+    const { path } = structure.problem;
+    throw gatewayError(
+      'invalid_json',
+      `${path} is a reserved member name (__proto__ and constructor are not accepted)`,
+      { param: path },
+    );
+  }
   if (structure.problem !== undefined) {
     const { path } = structure.problem;
     throw gatewayError('invalid_json', `${path} appears more than once; member names must be unique`, {

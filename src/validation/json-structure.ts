@@ -29,7 +29,9 @@ export const NUMBER_TEXT_DEPTH = 3;
 
 /** `too_deep` and `too_many_values` are reported as soon as seen, before the text is parsed. */
 export type StructureProblem =
-  { kind: 'too_deep' } | { kind: 'too_many_values' } | { kind: 'duplicate_member'; path: string };
+  | { kind: 'too_deep' }
+  | { kind: 'too_many_values' }
+  | { kind: 'duplicate_member' | 'reserved_member'; path: string };
 
 /** An object whose numeric members' texts were kept, located by member names from the top. */
 export interface ObjectNumberTexts {
@@ -142,6 +144,13 @@ function isShortIntegerLiteral(text: string, start: number, end: number): boolea
 }
 
 /**
+ * Names that would reach an object's prototype if any code downstream (ours, or the service's) copied
+ * members by plain assignment or merged objects: JSON.parse alone keeps them harmless own properties, but
+ * another reader of the same body may not, so they are refused wherever they appear.
+ */
+const RESERVED_MEMBER_NAMES: ReadonlySet<string> = new Set(['__proto__', 'constructor']);
+
+/**
  * The name the string literal from `open` to `close` (its quotes) means; undefined when malformed. An
  * unterminated literal ends at the text's end instead: JSON.parse rejects that text, so its names are
  * never reported.
@@ -213,7 +222,9 @@ export function scanJsonStructure(text: string): JsonStructure {
         if (problem === undefined && isName) {
           const name = memberName(text, position, end);
           if (name !== undefined) {
-            if (isRepeatedName(top, name))
+            if (RESERVED_MEMBER_NAMES.has(name))
+              problem = { kind: 'reserved_member', path: duplicatePath(stack, name) };
+            else if (isRepeatedName(top, name))
               problem = { kind: 'duplicate_member', path: duplicatePath(stack, name) };
             top.current = name;
           }

@@ -172,11 +172,20 @@ describe('JSON that could be read two ways: 400 invalid_json', () => {
       'samples',
     ],
     ['deep in arrays of objects', '{"input":{"l":[[{"a":[{"k":1,"\\u006b":2}]}]]}}', 'input.l.0.0.a.0.k'],
-    ['__proto__ twice', '{"input":{"__proto__":{},"__proto__":{"x":1}}}', 'input.__proto__'],
-    ['constructor twice, escaped', '{"constructor":1,"\\u0063onstructor":2}', 'constructor'],
   ])('%s', async (_name, body, param) => {
     const answer = await postJson(harness, IMAGES, body);
     expectRefused(harness, answer, invalidJson(`${param} ${unique}`, param));
+  });
+
+  // Another reader of the same body could treat them as a prototype rather than a member.
+  const reserved = 'is a reserved member name (__proto__ and constructor are not accepted)';
+  test.each([
+    ['__proto__ twice', '{"input":{"__proto__":{},"__proto__":{"x":1}}}', 'input.__proto__'],
+    ['constructor escaped', '{"\\u0063onstructor":2}', 'constructor'],
+    ['__proto__ deep in arrays', '{"input":{"l":[[{"__proto__":{"polluted":1}}]]}}', 'input.l.0.0.__proto__'],
+  ])('%s: a reserved name', async (_name, body, param) => {
+    const answer = await postJson(harness, IMAGES, body);
+    expectRefused(harness, answer, invalidJson(`${param} ${reserved}`, param));
   });
 
   test('the gateway still serves', expectStillServing);

@@ -1,6 +1,7 @@
 // The gateway's body parse (structure scan + JSON.parse) against references on generated documents:
-// JSON.parse for validity and values, a tokenizer-based duplicate detector written here for duplicates,
-// and, through a policy rewrite, every number's text against the text the document was built from.
+// JSON.parse for validity and values, a tokenizer-based detector written here for duplicate and reserved
+// member names, and, through a policy rewrite, every number's text against the text the document was
+// built from.
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { GatewayError } from '../../src/errors/registry.ts';
@@ -12,7 +13,7 @@ const whitespace = fc.constantFrom('', ' ', '\n', '\t ', '\r\n  ');
 /** A member name from a small set, so that duplicates happen, each character perhaps \u-escaped. */
 const memberName = fc
   .tuple(
-    fc.constantFrom('a', 'b', 'seed', 'samples', '__proto__', 'é'),
+    fc.constantFrom('a', 'b', 'seed', 'samples', '__proto__', 'constructor', 'é'),
     fc.array(fc.boolean(), { minLength: 9, maxLength: 9 }),
   )
   .map(
@@ -71,8 +72,13 @@ const maybeBroken = fc
 
 const TOKEN = /\s*("(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null|[{}[\]:,])/gy;
 
-/** Reference duplicate detection for a text JSON.parse accepted: tokens, names decoded by JSON.parse. */
-function hasDuplicateMember(text: string): boolean {
+const RESERVED_NAMES = new Set(['__proto__', 'constructor']);
+
+/**
+ * Reference detection of the first member-name problem, in document order, for a text JSON.parse
+ * accepted: a reserved name, or a name its object already has. Tokens; names decoded by JSON.parse.
+ */
+function firstMemberProblem(text: string): 'reserved' | 'duplicate' | undefined {
   const stack: { names: Set<string> | undefined; expectingName: boolean }[] = [];
   TOKEN.lastIndex = 0;
   for (let match = TOKEN.exec(text); match !== null; match = TOKEN.exec(text)) {
@@ -85,14 +91,15 @@ function hasDuplicateMember(text: string): boolean {
     else if (token === ',' && top !== undefined) top.expectingName = top.names !== undefined;
     else if (token.startsWith('"') && top?.names !== undefined && top.expectingName) {
       const name = JSON.parse(token) as string;
-      if (top.names.has(name)) return true;
+      if (RESERVED_NAMES.has(name)) return 'reserved';
+      if (top.names.has(name)) return 'duplicate';
       top.names.add(name);
     }
   }
-  return false;
+  return undefined;
 }
 
-type Verdict = 'ok' | 'syntax' | 'duplicate' | 'not_object';
+type Verdict = 'ok' | 'syntax' | 'duplicate' | 'reserved' | 'not_object';
 
 function referenceVerdict(text: string): Verdict {
   let value: unknown;
@@ -101,7 +108,8 @@ function referenceVerdict(text: string): Verdict {
   } catch {
     return 'syntax';
   }
-  if (hasDuplicateMember(text)) return 'duplicate';
+  const problem = firstMemberProblem(text);
+  if (problem !== undefined) return problem;
   return typeof value === 'object' && value !== null && !Array.isArray(value) ? 'ok' : 'not_object';
 }
 
@@ -113,6 +121,7 @@ function gatewayVerdict(text: string): Verdict {
     if (!(error instanceof GatewayError)) throw error;
     expect(error.code).toBe('invalid_json');
     if (error.message.includes('appears more than once')) return 'duplicate';
+    if (error.message.includes('is a reserved member name')) return 'reserved';
     if (error.message === 'the request body must be a JSON object') return 'not_object';
     if (error.message === 'the request body is empty; send a JSON object') return 'syntax';
     expect(error.message).toBe('the request body is not valid UTF-8 JSON');

@@ -11,7 +11,6 @@ import {
   errorBody,
   expectForwardedVerbatim,
   expectRefused,
-  parameterError,
   postJson,
 } from './validation-client.ts';
 
@@ -111,26 +110,27 @@ describe('duplicate member names, at any depth and however spelt: 400 invalid_js
   });
 });
 
-describe('__proto__ and constructor cannot pollute anything: ordinary member names', () => {
+describe('__proto__ and constructor cannot pollute anything: refused at any depth', () => {
+  const reserved = 'is a reserved member name (__proto__ and constructor are not accepted)';
   const prototypeNamesBefore = Object.getOwnPropertyNames(Object.prototype);
 
   test.each([
     ['__proto__ at the top', '{"__proto__":{"polluted":true}}', '__proto__'],
     ['__proto__ escaped', '{"\\u005f_proto__":{"polluted":true}}', '__proto__'],
+    ['__proto__ in input', '{"input":{"__proto__":{"polluted":true}}}', 'input.__proto__'],
+    [
+      '__proto__ deep',
+      '{"advancedFeatures":{"a":[{"__proto__":{"polluted":true}}]}}',
+      'advancedFeatures.a.0.__proto__',
+    ],
     ['constructor.prototype', '{"constructor":{"prototype":{"polluted":true}}}', 'constructor'],
-  ])('%s: an unknown parameter like any other', async (_name, body, param) => {
-    const answer = await postJson(harness, IMAGES, body);
-    expectRefused(harness, answer, parameterError(param, 'is not a known parameter', 'unknown_parameter'));
-  });
-
-  test.each([
-    ['__proto__ in input', '{"input":{"__proto__":{"polluted":true}}}'],
-    ['__proto__ deep', '{"advancedFeatures":{"a":[{"__proto__":{"polluted":true}}]}}'],
-    ['constructor in dimensions', '{"dimensions":{"constructor":{"prototype":{"polluted":true}}}}'],
-    ['__proto__ holding a known member', '{"dimensions":{"__proto__":{"width":1e400}}}'],
-  ])('%s: passed through as written', async (_name, body) => {
-    expect((await postJson(harness, IMAGES, body)).status).toBe(200);
-    expectForwardedVerbatim(harness, IMAGES, body);
+    [
+      'constructor in dimensions',
+      '{"dimensions":{"constructor":{"prototype":{"polluted":true}}}}',
+      'dimensions.constructor',
+    ],
+  ])('%s', async (_name, body, param) => {
+    await expectInvalidJson(body, `${param} ${reserved}`, param);
   });
 
   test('Object.prototype is untouched afterwards', () => {
@@ -138,12 +138,10 @@ describe('__proto__ and constructor cannot pollute anything: ordinary member nam
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
 
-  test('a duplicate __proto__ is still a duplicate', async () => {
-    await expectInvalidJson(
-      '{"input":{"__proto__":{},"\\u005f_proto__":{}}}',
-      'input.__proto__ appears more than once; member names must be unique',
-      'input.__proto__',
-    );
+  test('a prompt that merely mentions them is fine', async () => {
+    const body = '{"input":{"positivePrompt":"__proto__ constructor"}}';
+    expect((await postJson(harness, IMAGES, body)).status).toBe(200);
+    expectForwardedVerbatim(harness, IMAGES, body);
   });
 });
 
