@@ -296,8 +296,9 @@ describe('admission on a single Redis', () => {
       expect(first).toMatchObject({ kind: 'decided', decision: { outcome: 'admitted', exact: true } });
       expect(third).toMatchObject({ kind: 'decided', decision: { outcome: 'admitted', exact: true } });
       expect(second).toMatchObject({ kind: 'decided', decision: { exact: false } });
-      expect(await redis.client().get(`gengate:request:${before}`)).toBe('damaged');
-      expect(await redis.client().get(`gengate:request:${after}`)).toBe('damaged');
+      // Pending claims, each with its attempt's token (`<tenant> ~<token>`).
+      expect(await redis.client().get(`gengate:request:${before}`)).toMatch(/^damaged ~\S+$/);
+      expect(await redis.client().get(`gengate:request:${after}`)).toMatch(/^damaged ~\S+$/);
     } finally {
       await store.close();
     }
