@@ -58,7 +58,7 @@ export function buildApp(config: GatewayConfig, deps: AppDependencies): FastifyI
     bodyLimit: config.server.bodyLimitBytes,
     trustProxy: config.server.trustProxy,
     requestTimeout: config.server.requestTimeoutMs,
-    // src/gateway/draining.ts answers requests that arrive while closing, in the envelope.
+    // Requests arriving while closing are served (src/gateway/draining.ts), not refused.
     return503OnClosing: false,
     exposeHeadRoutes: false,
     routerOptions: {
