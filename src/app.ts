@@ -9,6 +9,7 @@ import type { GatewayConfig } from './config/schema.ts';
 import { createClientErrorHandler } from './errors/client-error.ts';
 import { answerFrameworkError, installErrorHandling } from './errors/error-handler.ts';
 import { installDraining } from './gateway/draining.ts';
+import { installLoadShedding } from './overload/shed-load.ts';
 import { installRequestContext } from './gateway/request-context.ts';
 import { registerGatewayRoutes, type CredentialSource } from './gateway/routes.ts';
 import type { GatewayMetrics } from './observability/metrics.ts';
@@ -58,6 +59,8 @@ export function buildApp(config: GatewayConfig, deps: AppDependencies): FastifyI
     bodyLimit: config.server.bodyLimitBytes,
     trustProxy: config.server.trustProxy,
     requestTimeout: config.server.requestTimeoutMs,
+    keepAliveTimeout: config.server.keepAliveTimeoutMs,
+    maxRequestsPerSocket: config.server.maxRequestsPerSocket,
     // Requests arriving while closing are served (src/gateway/draining.ts), not refused.
     return503OnClosing: false,
     exposeHeadRoutes: false,
@@ -71,6 +74,7 @@ export function buildApp(config: GatewayConfig, deps: AppDependencies): FastifyI
   installErrorHandling(app);
   installRequestContext(app);
   installDraining(app);
+  installLoadShedding(app, config.server.overload, deps.metrics);
   installRequestObserver(app, deps.metrics, { logPrompts: config.logging.prompts });
   installJsonBodyParser(app, config.server.bodyLimitBytes);
   installValidationFailureCounter(app, deps.metrics);

@@ -14,7 +14,7 @@ import { startTenantCountersAtZero } from '../../src/observability/tenant-series
 import type { RateLimiter } from '../../src/ratelimit/types.ts';
 import { startSimulator } from '../../src/simulator/server.ts';
 import { openStore } from '../../src/store/from-config.ts';
-import { createUpstreamClient } from '../../src/upstream/client.ts';
+import { createUpstreamClient, upstreamClientOptions } from '../../src/upstream/client.ts';
 
 export const UPSTREAM_TOKENS = {
   shared: 'upstream_shared_0f4e9c2b7a61d385',
@@ -40,6 +40,8 @@ export interface HarnessOptions {
   alphaLimitsYaml?: string;
   /** The `store:` mapping (flow style); memory by default. */
   storeYaml?: string;
+  /** server.overload, as YAML. */
+  overloadYaml?: string;
   /** YAML for the alpha tenant's `policy:` mapping (flow style). */
   alphaPolicyYaml?: string;
   /** Failed authentications allowed per client address and minute. */
@@ -67,6 +69,7 @@ server:
   port: 0
   bodyLimitBytes: ${options.bodyLimitBytes ?? 10485760}
   authenticationFailures: { limit: ${options.authFailureLimit ?? 1000}, windowSeconds: 60 }
+  overload: ${options.overloadYaml ?? '{}'}
 upstream:
   baseUrl: ${simulator.url}
   timeoutMs: ${options.upstreamTimeoutMs ?? 5000}
@@ -107,7 +110,7 @@ tenants:
     }),
   );
   const metrics = createMetrics();
-  const upstream = createUpstreamClient({ baseUrl: simulator.url, timeoutMs: config.upstream.timeoutMs });
+  const upstream = createUpstreamClient(upstreamClientOptions(config, metrics));
   const tenants = createTenantDirectory(config.tenants);
   const store = await openStore(config.store, { logger, metrics });
   startTenantCountersAtZero(config.tenants, { metrics, store });
