@@ -21,7 +21,8 @@ async function create(gateway: GatewayHarness) {
     headers: { authorization: `Bearer ${gateway.keys.alpha}`, 'content-type': 'application/json' },
     body: '{"samples":1}',
   });
-  return { response, body: (await response.json()) as unknown };
+  const body: unknown = await response.json();
+  return { response, body };
 }
 
 const OVERLOADED_BODY = {
