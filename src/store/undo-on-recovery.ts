@@ -26,11 +26,16 @@ export function createUndoOnRecovery(breaker: StoreBreaker, logger: StoreLogger)
 
   function run(undo: Undo): void {
     undo().catch((error: unknown) => {
-      // Kept for the next recovery: an undo is idempotent, so sending it again is always safe.
-      waiting.push(undo);
-      if (breaker.trip()) {
-        logger.warn({ err: error instanceof Error ? error.message : String(error) }, 'store undo failed');
+      const message = error instanceof Error ? error.message : String(error);
+      // Redis ran it and answered an error: sending it again would fail again (and, tripping the
+      // breaker each time, keep the store off the request path for good).
+      if (error instanceof Error && error.name === 'ReplyError') {
+        logger.warn({ err: message }, 'store undo refused by the store; the claim stays until it expires');
+        return;
       }
+      // Not answered: kept for the next recovery (an undo is idempotent, so sending it again is safe).
+      waiting.push(undo);
+      if (breaker.trip()) logger.warn({ err: message }, 'store undo failed');
     });
   }
 
