@@ -15,6 +15,7 @@ import { registerGatewayRoutes, type CredentialSource } from './gateway/routes.t
 import { gatewayServerOptions } from './gateway/server-options.ts';
 import type { GatewayMetrics } from './observability/metrics.ts';
 import { installRequestObserver } from './observability/request-observer.ts';
+import { installLoadShedding } from './overload/shed-load.ts';
 import type { OwnershipStore } from './ownership/store.ts';
 import type { Admission } from './admission/admission.ts';
 import type { RateLimiter } from './ratelimit/types.ts';
@@ -61,7 +62,9 @@ export function buildApp(config: GatewayConfig, deps: AppDependencies): FastifyI
     trustProxy: config.server.trustProxy,
     requestTimeout: config.server.requestTimeoutMs,
     http: gatewayServerOptions(config.server.requestTimeoutMs),
-    // src/gateway/draining.ts answers requests that arrive while closing, in the envelope.
+    keepAliveTimeout: config.server.keepAliveTimeoutMs,
+    maxRequestsPerSocket: config.server.maxRequestsPerSocket,
+    // Requests arriving while closing are served (src/gateway/draining.ts), not refused.
     return503OnClosing: false,
     exposeHeadRoutes: false,
     routerOptions: {
@@ -75,6 +78,7 @@ export function buildApp(config: GatewayConfig, deps: AppDependencies): FastifyI
   answerConnectRequests(app.server, deps.logger);
   installRequestContext(app);
   installDraining(app);
+  installLoadShedding(app, config.server.overload, deps.metrics);
   installRequestObserver(app, deps.metrics, { logPrompts: config.logging.prompts });
   installRequestHeadAdmission(app);
   installJsonBodyParser(app, config.server.bodyLimitBytes);

@@ -15,8 +15,9 @@ import { assertTenantsReloadable, sectionsNeedingRestart, watchConfig } from './
 import { createMetrics } from './observability/metrics.ts';
 import { startTenantCountersAtZero } from './observability/tenant-series.ts';
 import { startSimulator } from './simulator/server.ts';
+import { isOverloaded } from './overload/shed-load.ts';
 import { openStore } from './store/from-config.ts';
-import { createUpstreamClient } from './upstream/client.ts';
+import { createUpstreamClient, upstreamClientOptions } from './upstream/client.ts';
 
 const DEMO_CONFIG_PATH = 'config/demo.yaml';
 // Below Kubernetes' default 30 s grace period, so in-flight requests finish before SIGKILL.
@@ -88,9 +89,6 @@ const simulator = config.simulator.enabled
 const metrics = createMetrics();
 const store = await openStore(config.store, { logger, metrics });
 startTenantCountersAtZero(config.tenants, { metrics, store });
-const readiness = createReadiness(
-  config.store.failMode === 'closed' ? { storeAvailable: () => !store.limiter.degraded } : {},
-);
 let tenants = createTenantDirectory(config.tenants);
 // Tenants, keys, policies and limits apply to the next request; a request in flight keeps the tenant it
 // authenticated as. Everything else in the file needs a restart (see docs/configuration.md).
@@ -108,10 +106,7 @@ const configWatcher = watchConfig({
   logger,
   metrics,
 });
-const upstream = createUpstreamClient({
-  baseUrl: config.upstream.baseUrl,
-  timeoutMs: config.upstream.timeoutMs,
-});
+const upstream = createUpstreamClient(upstreamClientOptions(config, metrics));
 const gateway = buildApp(config, {
   logger,
   tenants: () => tenants,
@@ -122,6 +117,10 @@ const gateway = buildApp(config, {
   limiter: store.limiter,
   ownership: store.ownership,
   admission: store.admission,
+});
+const readiness = createReadiness({
+  ...(config.store.failMode === 'closed' ? { storeAvailable: () => !store.limiter.degraded } : {}),
+  overloaded: () => isOverloaded(gateway),
 });
 const admin = buildAdminApp({ logger, metrics, readiness });
 

@@ -41,7 +41,7 @@ export function createSequentialAdmission(ownership: OwnershipStore, limiter: Ra
       }
       const decision = limits.length === 0 ? undefined : await limiter.check(tenantId, limits);
       if (requestId?.intent === 'claim' && decision !== undefined && decision.outcome !== 'admitted') {
-        await ownership.release(requestId.requestId);
+        await ownership.release(requestId.requestId, tenantId);
       }
       return { kind: 'decided', decision };
     },

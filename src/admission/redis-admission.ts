@@ -8,15 +8,19 @@ import {
   NO_RECORD_REPLY,
   decodeRecord,
   ownershipKey,
+  pendingClaimRecord,
   refuseKeyWithoutRecord,
+  type UndoClaim,
 } from '../ownership/redis-store.ts';
 import { claimOutcomeOf, type OwnershipStore } from '../ownership/store.ts';
 import { decideWithoutStore } from '../ratelimit/decision.ts';
 import type { RateLimitMetrics } from '../ratelimit/metrics.ts';
 import {
   CHARGE_LIMITS_LUA,
+  StoreDeadlinePassedError,
   chargeClockArgs,
   decisionFromReply,
+  isExpiredReply,
   pushChargeInput,
 } from '../ratelimit/redis-limiter.ts';
 import type { LimitRequest, RateLimiter } from '../ratelimit/types.ts';
@@ -24,6 +28,8 @@ import type { StoreBreaker } from '../store/circuit-breaker.ts';
 import { batchPerTurn } from '../store/batch-per-turn.ts';
 import { turnScheduleOf } from '../store/coalesce-writes.ts';
 import { commandDeadline, defineScript, type RedisConnection, type StoreLogger } from '../store/redis.ts';
+import type { StoreClock } from '../store/store-clock.ts';
+import type { UndoOnRecovery } from '../store/undo-on-recovery.ts';
 import {
   createSequentialAdmission,
   type Admission,
@@ -31,17 +37,19 @@ import {
   type RequestIdCheck,
 } from './admission.ts';
 
-// One admission: its id's record (`<tenant>` pending, `<tenant> <response>` completed; see
-// ownership/redis-store), its limits' keys and charge_limits' arguments, as charge_limits takes them.
-// Reply: {'taken', record} | {'not_owned'} | {'unknown'} | {'charged', charge_limits' reply} |
+// One admission: its id's record (`<tenant>` or `<tenant> ~<token>` pending, `<tenant> <response>`
+// completed; see ownership/redis-store), its limits' keys and charge_limits' arguments, as charge_limits
+// takes them. Reply: {'taken', record} | {'not_owned'} | {'unknown'} | {'charged', charge_limits' reply} |
 // {'no_record'} (the id's key holds something else than a record: refuseKeyWithoutRecord).
 //
 // The script admits a turn's requests in order (src/store/batch-per-turn.ts), all at one moment (one
 // TIME). ARGV[1] is their number, ARGV[2] and ARGV[3] charge_limits' clock and TTL margin, ARGV[4] the
-// claim's TTL (ms); each request then takes from KEYS its record's key and its limits' keys, and from
-// ARGV its limit count, `claim` or `own`, its tenant and 3 arguments per limit (charge_limits' own).
+// claim's TTL (ms), ARGV[5] the deadline (src/store/store-clock.ts); each request then takes from KEYS its
+// record's key and its limits' keys, and from ARGV its limit count, `claim` or `own`, its tenant, the
+// pending record its claim writes and 3 arguments per limit (charge_limits' own). Reply: this server's µs
+// then one reply per request, or {'expired', µs} when the gateway had already given up on the call.
 const ADMISSION_LUA = `${CHARGE_LIMITS_LUA}
-local function admit(record_key, limit_keys, intent, tenant, ttl, charge_args, now)
+local function admit(record_key, limit_keys, intent, tenant, claim_record, ttl, charge_args, now)
   -- pcall: a key that is not a string refuses this admission alone, not the others of its call (Redis
   -- would keep what they had already written), and charges nothing.
   local record = redis.pcall('GET', record_key)
@@ -55,22 +63,25 @@ local function admit(record_key, limit_keys, intent, tenant, ttl, charge_args, n
   end
   local charged = charge_limits(limit_keys, charge_args, now)
   if intent == 'claim' and charged[2] == 1 then
-    redis.call('SET', record_key, tenant, 'PX', ttl)
+    redis.call('SET', record_key, claim_record, 'PX', ttl)
   end
   return {'charged', charged}
 end
 
-local now = script_now(ARGV[2])
-local replies = {}
-local key, arg = 1, 5
+local server_time = server_now()
+if past_deadline(ARGV[5], server_time) then return {'expired', server_time} end
+local now = ARGV[2] == '' and server_time or tonumber(ARGV[2])
+local replies = {server_time}
+local key, arg = 1, 6
 for n = 1, tonumber(ARGV[1]) do
   local limit_count = tonumber(ARGV[arg])
   local limit_keys, charge_args = {}, {ARGV[2], ARGV[3]}
   for i = 1, limit_count do limit_keys[i] = KEYS[key + i] end
-  for i = 1, 3 * limit_count do charge_args[2 + i] = ARGV[arg + 2 + i] end
-  replies[n] = admit(KEYS[key], limit_keys, ARGV[arg + 1], ARGV[arg + 2], ARGV[4], charge_args, now)
+  for i = 1, 3 * limit_count do charge_args[2 + i] = ARGV[arg + 3 + i] end
+  replies[n + 1] = admit(KEYS[key], limit_keys, ARGV[arg + 1], ARGV[arg + 2], ARGV[arg + 3], ARGV[4],
+    charge_args, now)
   key = key + 1 + limit_count
-  arg = arg + 3 + 3 * limit_count
+  arg = arg + 4 + 3 * limit_count
 end
 return replies`;
 
@@ -89,12 +100,17 @@ export interface RedisAdmissionOptions {
   limiter: RateLimiter;
   metrics: RateLimitMetrics;
   logger: StoreLogger;
+  /** The store's clock as replies show it (each call carries a deadline in it). */
+  clock: StoreClock;
+  /** Where admissions given up on wait to be undone once the store answers. */
+  undos: UndoOnRecovery;
+  undoClaim: UndoClaim;
   /** Tests only, as for the limiter: "now" (µs) for charge_limits instead of Redis TIME. */
   scriptClockForTests?: () => number;
 }
 
 export function createRedisAdmission(options: RedisAdmissionOptions): Admission {
-  const { breaker, metrics } = options;
+  const { breaker, metrics, clock } = options;
   const bounded = commandDeadline(options.connection, options.commandTimeoutMs);
   const sequential = createSequentialAdmission(options.ownership, options.limiter);
   const runScript = defineScript(options.connection, 'gengateAdmit', ADMISSION_LUA);
@@ -104,16 +120,19 @@ export function createRedisAdmission(options: RedisAdmissionOptions): Admission 
       calls.length,
       ...chargeClockArgs(options.scriptClockForTests),
       options.ownershipTtlMs,
+      clock.deadlineArg(options.commandTimeoutMs),
     ];
     for (const call of calls) {
       keys.push(...call.keys);
       args.push(...call.args);
     }
     const reply = await runScript(keys.length, keys, args);
-    if (!Array.isArray(reply) || reply.length !== calls.length) {
+    if (isExpiredReply(reply, clock)) throw new StoreDeadlinePassedError();
+    if (!Array.isArray(reply) || reply.length !== calls.length + 1 || typeof reply[0] !== 'number') {
       throw new Error('unexpected admission script reply');
     }
-    return reply as unknown[];
+    clock.observe(reply[0]);
+    return reply.slice(1) as unknown[];
   };
   // The requests admitted in one turn share one call, the last of the turn's commands: after the answers
   // recorded in it, so a repeat sees its original's (src/store/coalesce-writes.ts).
@@ -126,9 +145,10 @@ export function createRedisAdmission(options: RedisAdmissionOptions): Admission 
     limits: readonly LimitRequest[],
     requestId: RequestIdCheck,
   ): Promise<unknown> {
+    const claimRecord = requestId.intent === 'claim' ? pendingClaimRecord(tenantId) : '';
     const call: AdmissionCall = {
       keys: [ownershipKey(requestId.requestId)],
-      args: [limits.length, requestId.intent, tenantId],
+      args: [limits.length, requestId.intent, tenantId, claimRecord],
     };
     pushChargeInput(tenantId, limits, call.keys, call.args);
     const started = performance.now();
@@ -138,6 +158,13 @@ export function createRedisAdmission(options: RedisAdmissionOptions): Admission 
       return reply;
     } catch (error) {
       metrics.observeStore('admission', (performance.now() - started) / 1000, true);
+      // The store may have claimed and charged, or may still: undone once it answers, which the tripped
+      // breaker waits for. A read claims nothing, so nothing would tell whether its charge was made in time
+      // (made late, the deadline voids it): it stays, one unit at most per read in flight at the failure.
+      breaker.trip();
+      if (requestId.intent === 'claim') {
+        options.undos.add(() => options.undoClaim(requestId.requestId, tenantId, claimRecord, limits));
+      }
       throw error;
     }
   }

@@ -21,6 +21,22 @@ export const DEFAULT_AUTH_FAILURE_LIMIT = 20;
 export const DEFAULT_AUTH_FAILURE_WINDOW_SECONDS = 60;
 export const DEFAULT_UPSTREAM_BASE_URL = 'https://api.maxai.lol';
 export const DEFAULT_UPSTREAM_TIMEOUT_MS = 60_000;
+// Concurrency towards the upstream: exchanges at once (one per connection), and how long a request may
+// wait for one before it is answered 503 overloaded.
+export const DEFAULT_UPSTREAM_CONNECTIONS = 256;
+export const DEFAULT_UPSTREAM_QUEUE_TIMEOUT_MS = 500;
+// Results may carry base64 images: 20 samples of a few MB each fit comfortably.
+export const DEFAULT_UPSTREAM_MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
+// Longer than the idle timeout of common balancers (nginx and cloud load balancers: 60 s), so that the
+// balancer, not the gateway, closes an idle kept-alive connection: it then never sends on a closed one.
+export const DEFAULT_KEEP_ALIVE_TIMEOUT_MS = 72_000;
+// A connection ends (cleanly, with Connection: close) after this many requests, so that the traffic of
+// long-lived balancer connections spreads over replicas added since.
+export const DEFAULT_MAX_REQUESTS_PER_SOCKET = 1_000;
+// Load shedding (contract section 9): past either threshold new requests get 503 overloaded.
+export const DEFAULT_OVERLOAD_MAX_EVENT_LOOP_DELAY_MS = 200;
+export const DEFAULT_OVERLOAD_MAX_HEAP_USED_RATIO = 0.9;
+export const DEFAULT_OVERLOAD_RETRY_AFTER_SECONDS = 1;
 export const DEFAULT_SIMULATOR_QUEUED_MS = 1_500;
 export const DEFAULT_SIMULATOR_PROCESSING_MS = 2_500;
 export const DEFAULT_SIMULATOR_REQUESTS_PER_MINUTE = 600;
@@ -68,6 +84,25 @@ const ServerSchema = object(
       { default: false, description: 'true or false, an address or CIDR, or a list of them' },
     ),
     requestTimeoutMs: positiveMs(DEFAULT_REQUEST_TIMEOUT_MS),
+    keepAliveTimeoutMs: positiveMs(DEFAULT_KEEP_ALIVE_TIMEOUT_MS),
+    maxRequestsPerSocket: Type.Integer({
+      minimum: 0,
+      default: DEFAULT_MAX_REQUESTS_PER_SOCKET,
+      description: '0 for no limit',
+    }),
+    overload: object(
+      {
+        maxEventLoopDelayMs: positiveMs(DEFAULT_OVERLOAD_MAX_EVENT_LOOP_DELAY_MS),
+        maxHeapUsedRatio: Type.Number({
+          exclusiveMinimum: 0,
+          maximum: 1,
+          default: DEFAULT_OVERLOAD_MAX_HEAP_USED_RATIO,
+          description: "a share of V8's heap size limit (1 turns the check off)",
+        }),
+        retryAfterSeconds: Type.Integer({ minimum: 1, default: DEFAULT_OVERLOAD_RETRY_AFTER_SECONDS }),
+      },
+      {},
+    ),
     authenticationFailures: object(
       {
         limit: Type.Integer({ minimum: 1, default: DEFAULT_AUTH_FAILURE_LIMIT }),
@@ -107,6 +142,9 @@ const UpstreamSchema = object(
       description: 'an http or https URL without a path, query or user name (the gateway appends /v1/...)',
     }),
     timeoutMs: positiveMs(DEFAULT_UPSTREAM_TIMEOUT_MS),
+    connections: Type.Integer({ minimum: 1, default: DEFAULT_UPSTREAM_CONNECTIONS }),
+    queueTimeoutMs: positiveMs(DEFAULT_UPSTREAM_QUEUE_TIMEOUT_MS),
+    maxResponseBytes: Type.Integer({ minimum: 1, default: DEFAULT_UPSTREAM_MAX_RESPONSE_BYTES }),
     credentials: Type.Record(Type.String({ pattern: CREDENTIAL_NAME_PATTERN }), CredentialSchema, {
       additionalProperties: false,
       default: {},

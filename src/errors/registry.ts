@@ -28,7 +28,7 @@ const ERROR_CODES = {
   internal_error: { status: 500, type: 'unavailable_error' },
   upstream_unavailable: { status: 502, type: 'upstream_error' },
   store_unavailable: { status: 503, type: 'unavailable_error' },
-  shutting_down: { status: 503, type: 'unavailable_error' },
+  overloaded: { status: 503, type: 'unavailable_error' },
   upstream_timeout: { status: 504, type: 'upstream_error' },
 } as const satisfies Record<string, { status: number; type: ErrorType }>;
 

@@ -25,6 +25,8 @@ export const UPSTREAM_ERROR_REASONS = ['timeout', 'unavailable'] as const;
 export type UpstreamErrorReason = (typeof UPSTREAM_ERROR_REASONS)[number];
 
 export const CONFIG_RELOAD_RESULTS = ['success', 'error'] as const;
+/** Why a request was shed with 503 overloaded (src/overload/shed-load.ts, src/upstream/client.ts). */
+export const LOAD_SHED_REASONS = ['event_loop_delay', 'heap', 'upstream_queue'] as const;
 
 export type GatewayMetrics = ReturnType<typeof createMetrics>;
 
@@ -54,6 +56,22 @@ export function createMetrics(registry: Registry = new Registry()) {
       this.set(getHeapStatistics().heap_size_limit);
     },
   });
+  const loadShed = new Counter({
+    name: 'gengate_load_shed_total',
+    help: 'Requests answered 503 overloaded, by reason: event_loop_delay, heap, or upstream_queue.',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  });
+  for (const reason of LOAD_SHED_REASONS) loadShed.inc({ reason }, 0);
+  let overloadedNow = () => false;
+  new Gauge({
+    name: 'gengate_overloaded',
+    help: '1 while the process is past its load thresholds and sheds new requests, 0 otherwise.',
+    registers: [registry],
+    collect() {
+      this.set(overloadedNow() ? 1 : 0);
+    },
+  });
   new Gauge({
     name: 'gengate_build_info',
     help: 'Always 1; the labels name the gengate version and the Node.js version running it.',
@@ -62,6 +80,11 @@ export function createMetrics(registry: Registry = new Registry()) {
   }).set({ version: packageJson.version, node_version: process.versions.node }, 1);
   return {
     registry,
+    loadShed,
+    /** Where gengate_overloaded reads its value at each scrape. */
+    reportOverloadFrom(overloaded: () => boolean) {
+      overloadedNow = overloaded;
+    },
     httpRequests: new CellCounter({
       name: 'gengate_http_requests_total',
       help: 'Requests answered by the gateway.',

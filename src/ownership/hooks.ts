@@ -106,7 +106,7 @@ export function createOwnershipHooks(options: OwnershipHooksOptions) {
       // Without a body to replay the claim stays pending: a repeat is refused, never submitted twice.
       if (submission !== undefined) settled = store.complete(claim.requestId, claim.tenantId, submission);
     } else if (!UNKNOWN_OUTCOME_STATUSES.has(status)) {
-      settled = store.release(claim.requestId);
+      settled = store.release(claim.requestId, claim.tenantId);
     }
     settled?.catch((error: unknown) => {
       request.log.warn(

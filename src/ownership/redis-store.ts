@@ -5,7 +5,16 @@
 // docs/ownership.md): `closed` refuses with store_unavailable, `open` claims in a per-replica memory
 // store and writes those records back once the store answers. Neither mode ever lets a tenant reach an
 // id the gateway cannot tie to it.
+import { randomBytes } from 'node:crypto';
 import { gatewayError } from '../errors/registry.ts';
+import {
+  CHARGE_LIMITS_LUA,
+  StoreDeadlinePassedError,
+  chargeClockArgs,
+  isExpiredReply,
+  pushChargeInput,
+} from '../ratelimit/redis-limiter.ts';
+import type { LimitRequest } from '../ratelimit/types.ts';
 import {
   STORE_UNAVAILABLE_RETRY_AFTER_SECONDS,
   type StoreBreaker,
@@ -21,6 +30,8 @@ import {
   type RedisConnection,
   type StoreLogger,
 } from '../store/redis.ts';
+import type { StoreClock } from '../store/store-clock.ts';
+import type { UndoOnRecovery } from '../store/undo-on-recovery.ts';
 import { createMemoryOwnershipStore } from './memory-store.ts';
 import {
   canonicalRequestId,
@@ -33,20 +44,80 @@ import {
 /** What the scripts answer for an id whose key holds another type than a record's string. */
 export const NO_RECORD_REPLY = 'no_record';
 
-// A record is `<tenant>` while pending, `<tenant> <JSON of the response>` once completed; tenant ids
-// never contain a space, so the owner is readable without decoding the rest (in Lua too, see
-// src/admission/redis-admission.ts).
+// A record is `<tenant>` or `<tenant> ~<token>` while pending, `<tenant> <JSON of the response>` once
+// completed; tenant ids never contain a space, so the owner is readable without decoding the rest (in Lua
+// too, see src/admission/redis-admission.ts). A claim made in Redis carries a token of its own attempt, so
+// that undoing an attempt the gateway gave up on never removes a claim made since (a record written back
+// after an outage has none: nothing undoes those).
 const OWNER_SEPARATOR = ' ';
+const PENDING_TOKEN_MARK = '~';
+// Tokens are unique per replica run and attempt: a random tag, then a counter.
+const REPLICA_TAG = randomBytes(6).toString('base64url');
+let attemptsIssued = 0;
 
-// Reply: nil when this call claimed the id, the existing record, or {'no_record'} when the key holds
-// something else than a record (see refuseKeyWithoutRecord).
+/** The pending record of a new claim attempt by `tenantId`, unique to that attempt. */
+export function pendingClaimRecord(tenantId: string): string {
+  attemptsIssued += 1;
+  return `${tenantId}${OWNER_SEPARATOR}${PENDING_TOKEN_MARK}${REPLICA_TAG}.${attemptsIssued}`;
+}
+
+// ARGV[1] the attempt's pending record, ARGV[2] its lifetime (ms), ARGV[3] the deadline (see
+// src/store/store-clock.ts). Reply: {'expired', µs} past the deadline, otherwise {this server's µs}
+// when this call claimed the id, {µs, existing record} when it did not, and {µs, 'no_record', 1} when
+// the key holds something else than a record (see refuseKeyWithoutRecord).
 const CLAIM_LUA = `
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+if ARGV[3] ~= '' and now >= tonumber(ARGV[3]) then return {'expired', now} end
 -- pcall: a key that is not a string is that id's damage, answered as such, not a failed store call.
 local existing = redis.pcall('GET', KEYS[1])
-if type(existing) == 'table' then return {'${NO_RECORD_REPLY}'} end
-if existing then return existing end
+if type(existing) == 'table' then return {now, '${NO_RECORD_REPLY}', 1} end
+if existing then return {now, existing} end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-return false`;
+return {now}`;
+
+// Undoes one claim attempt the gateway gave up on, and the charge made with it, only while the id still
+// holds that attempt's pending record. KEYS[1] the id's key, then the limits' keys; ARGV[1] the attempt's
+// record, then refund_limits' arguments from the second on (TTL margin, 3 per limit). Reply: 1 undone.
+const UNDO_CLAIM_LUA = `${CHARGE_LIMITS_LUA}
+if redis.pcall('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+local limit_keys = {}
+for i = 2, #KEYS do limit_keys[i - 1] = KEYS[i] end
+refund_limits(limit_keys, ARGV)
+return 1`;
+
+// A release sent after an outage: deletes the id's record only while it is ARGV[1]'s pending claim (a
+// completed record is kept). Reply: 1 deleted.
+const RELEASE_PENDING_LUA = `
+local record = redis.pcall('GET', KEYS[1])
+if type(record) ~= 'string' then return 0 end
+if record == ARGV[1] or string.sub(record, 1, #ARGV[1] + 2) == ARGV[1] .. ' ~' then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+return 0`;
+
+/**
+ * Undoes an attempt to claim `requestId` with `record`, and gives back its charge against `limits` when
+ * it was made with one (src/admission/redis-admission.ts); a no-op once the id holds anything else.
+ */
+export type UndoClaim = (
+  requestId: string,
+  tenantId: string,
+  record: string,
+  limits: readonly LimitRequest[],
+) => Promise<unknown>;
+
+export function defineUndoClaim(connection: RedisConnection): UndoClaim {
+  const undoScript = defineScript(connection, 'gengateUndoClaim', UNDO_CLAIM_LUA);
+  return (requestId, tenantId, record, limits) => {
+    const keys = [ownershipKey(requestId)];
+    const args: (string | number)[] = [record, chargeClockArgs(undefined)[1]];
+    pushChargeInput(tenantId, limits, keys, args);
+    return undoScript(keys.length, keys, args);
+  };
+}
 
 // Writes records unless another tenant holds their ids: completes claims, or writes back ones made while
 // the store was down. KEYS[i] a record's key; ARGV[3i-2] its value, ARGV[3i-1] its tenant, ARGV[3i] its
@@ -91,6 +162,11 @@ export interface RedisOwnershipStoreOptions {
   ttlMs: number;
   logger: StoreLogger;
   observeStore?: ObserveStore;
+  /** The store's clock as replies show it (claims carry deadlines in it). */
+  clock: StoreClock;
+  /** Where claims given up on and releases that could not be sent wait for the store. */
+  undos: UndoOnRecovery;
+  undoClaim: UndoClaim;
 }
 
 export function ownershipKey(requestId: string): string {
@@ -147,20 +223,36 @@ export function refuseKeyWithoutRecord(
   );
 }
 
+const KEY_WITHOUT_RECORD = Symbol('key without record');
+
+/**
+ * The claim script's reply: undefined when the id was claimed, the record that holds it, or
+ * KEY_WITHOUT_RECORD when its key holds something else.
+ */
+function claimReplyOf(reply: unknown, clock: StoreClock): string | typeof KEY_WITHOUT_RECORD | undefined {
+  if (!Array.isArray(reply) || typeof reply[0] !== 'number') throw new Error('unexpected claim script reply');
+  clock.observe(reply[0]);
+  const existing: unknown = reply[1];
+  if (existing === undefined) return undefined;
+  if (existing === NO_RECORD_REPLY && reply[2] === 1) return KEY_WITHOUT_RECORD;
+  if (typeof existing !== 'string') throw new Error('unexpected claim script reply');
+  return existing;
+}
+
 function storeUnavailable() {
   return gatewayError('store_unavailable', 'the request ownership store is unavailable; retry shortly', {
     headers: { 'retry-after': String(STORE_UNAVAILABLE_RETRY_AFTER_SECONDS) },
   });
 }
 
-const KEY_WITHOUT_RECORD = Symbol('key without record');
-
-type Attempt<T> = { ok: true; value: T } | { ok: false };
+/** `sent`: the call reached the connection, so the store may have run it (or may still run it). */
+type Attempt<T> = { ok: true; value: T } | { ok: false; sent: boolean };
 
 export function createRedisOwnershipStore(options: RedisOwnershipStoreOptions): OwnershipStore {
-  const { connection, breaker, commandTimeoutMs, failMode, ttlMs, logger } = options;
+  const { connection, breaker, commandTimeoutMs, failMode, ttlMs, logger, clock, undos } = options;
   const bounded = commandDeadline(connection, commandTimeoutMs);
   const claimScript = defineScript(connection, 'gengateClaimRequestId', CLAIM_LUA);
+  const releasePendingScript = defineScript(connection, 'gengateReleasePending', RELEASE_PENDING_LUA);
   const recordScript = defineScript(connection, 'gengateRecordRequestIds', RECORD_LUA);
   const writeRecords = async (records: readonly RecordWrite[]): Promise<Written[]> => {
     const keys: string[] = [];
@@ -192,7 +284,7 @@ export function createRedisOwnershipStore(options: RedisOwnershipStoreOptions): 
   });
 
   async function attempt<T>(run: () => Promise<T>): Promise<Attempt<T>> {
-    if (breaker.open) return { ok: false };
+    if (breaker.open) return { ok: false, sent: false };
     const started = performance.now();
     try {
       const value = await bounded(run());
@@ -206,7 +298,7 @@ export function createRedisOwnershipStore(options: RedisOwnershipStoreOptions): 
           'ownership store call failed',
         );
       }
-      return { ok: false };
+      return { ok: false, sent: true };
     }
   }
 
@@ -248,7 +340,7 @@ export function createRedisOwnershipStore(options: RedisOwnershipStoreOptions): 
           );
         if (fallback.recordOf(id) !== record) continue;
         unsynced.delete(id);
-        await fallback.release(id);
+        await fallback.release(id, record.tenantId);
       }
     }
   }
@@ -264,14 +356,25 @@ export function createRedisOwnershipStore(options: RedisOwnershipStoreOptions): 
 
   return {
     async claim(requestId, tenantId) {
-      const claimed = await attempt(() => claimScript(1, ownershipKey(requestId), tenantId, ttlMs));
+      const record = pendingClaimRecord(tenantId);
+      const claimed = await attempt(async () => {
+        const reply = await claimScript(
+          1,
+          ownershipKey(requestId),
+          record,
+          ttlMs,
+          clock.deadlineArg(commandTimeoutMs),
+        );
+        if (isExpiredReply(reply, clock)) throw new StoreDeadlinePassedError();
+        return claimReplyOf(reply, clock);
+      });
       if (claimed.ok) {
-        if (claimed.value === null) return { kind: 'claimed' };
+        if (claimed.value === undefined) return { kind: 'claimed' };
         if (typeof claimed.value === 'string') return claimOutcomeOf(decodeRecord(claimed.value), tenantId);
-        // The script's one other answer, {'no_record'}.
         refuseKeyWithoutRecord(logger, connection, requestId);
         return { kind: 'owned_by_another_tenant' };
       }
+      if (claimed.sent) undos.add(() => options.undoClaim(requestId, tenantId, record, []));
       requireFailOpen();
       const outcome = await fallback.claim(requestId, tenantId);
       if (outcome.kind === 'claimed') unsynced.add(canonicalRequestId(requestId));
@@ -292,14 +395,18 @@ export function createRedisOwnershipStore(options: RedisOwnershipStoreOptions): 
       if (!breaker.open) await writeBackUnsynced();
     },
 
-    async release(requestId) {
+    async release(requestId, tenantId) {
       if (isLocal(requestId)) {
         unsynced.delete(canonicalRequestId(requestId));
-        await fallback.release(requestId);
+        await fallback.release(requestId, tenantId);
         return;
       }
-      // If this fails the claim stays pending: the id is refused (409), never handed to someone else.
-      await attempt(() => connection.del(ownershipKey(requestId)));
+      const released = await attempt(() => connection.del(ownershipKey(requestId)));
+      // Sent once the store answers, before anything else: until then the id is refused (409), never
+      // handed to someone else; the claim is still this tenant's pending one (nothing else can claim it).
+      if (!released.ok) {
+        undos.add(() => releasePendingScript(1, ownershipKey(requestId), tenantId));
+      }
     },
 
     async owns(requestId, tenantId) {

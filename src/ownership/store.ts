@@ -21,8 +21,8 @@ export interface OwnershipStore {
   claim(requestId: string, tenantId: string): Promise<ClaimOutcome>;
   /** Stores the accepted submission on the caller's claim (and renews its lifetime). */
   complete(requestId: string, tenantId: string, response: SubmissionResponse): Promise<void>;
-  /** Gives up a claim whose submission certainly did not happen, so the id can be used again. */
-  release(requestId: string): Promise<void>;
+  /** Gives up `tenantId`'s claim whose submission certainly did not happen, so the id can be used again. */
+  release(requestId: string, tenantId: string): Promise<void>;
   /** Whether `tenantId` owns `requestId`; false for unknown ids and for another tenant's. */
   owns(requestId: string, tenantId: string): Promise<boolean>;
   close(): Promise<void>;

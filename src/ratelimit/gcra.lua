@@ -1,8 +1,9 @@
 -- gengate rate limits: GCRA over every limit of one request, charged all-or-nothing, in one round trip.
 -- The reference implementation; src/ratelimit/gcra.ts mirrors it operation for operation. This file only
--- defines charge_limits (and script_now): the limiter's script calls it with KEYS and ARGV, the admission
--- script (src/admission/redis-admission.ts) after each request-id check, with that request's keys and
--- arguments and the moment shared by every request of its call.
+-- defines functions: charge_limits (with script_now, server_now and past_deadline), which the limiter's
+-- script calls with KEYS and ARGV and the admission script (src/admission/redis-admission.ts) after each
+-- request-id check, with that request's keys and arguments and the moment shared by every request of its
+-- call; and refund_limits, which undoes a charge the gateway gave up on (src/store/undo-on-recovery.ts).
 --
 -- keys[i]        state of limit i, "<TAT whole µs>:<fraction in 1/limit µs>"; all keys share one hash tag.
 -- argv[1]        "" in production: time comes from this server's TIME, never a client's clock. Tests may
@@ -14,11 +15,22 @@
 -- All numbers are integers below 2^53 held in doubles (the caller bounds limit × window); "debt" is
 -- TAT - now in units of 1/limit µs, so one unit of cost is exactly `window` of debt.
 
+-- This server's TIME, µs.
+local function server_now()
+  local time = redis.call('TIME')
+  return tonumber(time[1]) * 1000000 + tonumber(time[2])
+end
+
 -- Now, µs: the test clock when one is given, this server's TIME otherwise.
 local function script_now(clock)
   if clock ~= '' then return tonumber(clock) end
-  local time = redis.call('TIME')
-  return tonumber(time[1]) * 1000000 + tonumber(time[2])
+  return server_now()
+end
+
+-- Whether the caller has given up on this call: `deadline` is this server's µs at which it did ('': no
+-- deadline), see src/store/store-clock.ts. A call past it must change nothing.
+local function past_deadline(deadline, server_time)
+  return deadline ~= '' and server_time >= tonumber(deadline)
 end
 
 -- Writes a limit's state, with a TTL that outlives it by margin_ms; no debt is no state.
@@ -108,4 +120,26 @@ local function charge_limits(keys, argv, now)
     reply[#reply + 1] = wait
   end
   return reply
+end
+
+-- Gives back a charge of `argv` (as charge_limits takes them) made earlier: each limit's debt shrinks by the
+-- cost, never below none, as if the charge had not been made (debt only ever decays since).
+local function refund_limits(keys, argv)
+  local now = server_now()
+  local margin_ms = tonumber(argv[2])
+  for i = 1, #keys do
+    local base = 3 * i
+    local limit = tonumber(argv[base])
+    local window = tonumber(argv[base + 1]) * 1000000
+    local cost = tonumber(argv[base + 2])
+    local raw = redis.pcall('GET', keys[i])
+    if type(raw) == 'string' then
+      local tat, fraction = string.match(raw, '^(%d+):(%d+)$')
+      tat, fraction = tonumber(tat), tonumber(fraction)
+      if tat ~= nil and fraction ~= nil and tat >= now then
+        local debt = math.max((tat - now) * limit + math.min(fraction, limit - 1) - cost * window, 0)
+        store_state(keys[i], debt, limit, now, margin_ms)
+      end
+    end
+  end
 end

@@ -16,6 +16,7 @@ import {
   type StoreFailMode,
 } from '../store/circuit-breaker.ts';
 import { decide, decideWithoutStore, storeUnavailableDecision } from './decision.ts';
+import type { StoreClock } from '../store/store-clock.ts';
 import { STATE_TTL_MARGIN_MS, type LimitVerdict } from './gcra.ts';
 import { createMemoryRateLimiter } from './memory-limiter.ts';
 import type { RateLimitMetrics, StoreOperation } from './metrics.ts';
@@ -34,6 +35,8 @@ export interface RedisRateLimiterOptions {
    * limit / fallbackReplicas, so an outage does not multiply a tenant's limit by the replica count.
    */
   fallbackReplicas?: number;
+  /** The store's clock as replies show it, shared by the connection's users (deadlines). */
+  clock: StoreClock;
   /** Tests only: the script takes "now" (µs) from here instead of Redis TIME. Never set in production. */
   scriptClockForTests?: () => number;
 }
@@ -41,7 +44,12 @@ export interface RedisRateLimiterOptions {
 const SCRIPT_COMMAND = 'gengateRateLimit';
 /** Defines `charge_limits(keys, argv)`, for scripts that charge limits (see gcra.lua). */
 export const CHARGE_LIMITS_LUA = readFileSync(new URL('gcra.lua', import.meta.url), 'utf8');
-const RATE_LIMIT_LUA = `${CHARGE_LIMITS_LUA}\nreturn charge_limits(KEYS, ARGV)`;
+// ARGV as charge_limits takes them, then the deadline (src/store/store-clock.ts). Reply: charge_limits',
+// or {'expired', this server's µs} when the gateway had already given up on the call.
+const RATE_LIMIT_LUA = `${CHARGE_LIMITS_LUA}
+local server_time = server_now()
+if past_deadline(ARGV[#ARGV], server_time) then return {'expired', server_time} end
+return charge_limits(KEYS, ARGV, ARGV[1] == '' and server_time or tonumber(ARGV[1]))`;
 const REPLY_HEADER_LENGTH = 2;
 const REPLY_VALUES_PER_LIMIT = 3;
 
@@ -57,6 +65,21 @@ function integerAt(reply: readonly unknown[], index: number): number {
 }
 
 /** The decision in a reply of charge_limits for `limits`, asked in that order. */
+/** Thrown for a reply saying the store ran the call after its deadline (see src/store/store-clock.ts). */
+export class StoreDeadlinePassedError extends Error {
+  constructor() {
+    super('the store ran the call after its deadline; it changed nothing');
+    this.name = 'StoreDeadlinePassedError';
+  }
+}
+
+/** Whether `reply` is a script's {'expired', µs}; the store's µs go to `clock` either way. */
+export function isExpiredReply(reply: unknown, clock: StoreClock): boolean {
+  if (!Array.isArray(reply) || reply[0] !== 'expired') return false;
+  if (typeof reply[1] === 'number') clock.observe(reply[1]);
+  return true;
+}
+
 export function decisionFromReply(reply: unknown, limits: readonly LimitRequest[]): RateDecision {
   if (
     !Array.isArray(reply) ||
@@ -104,7 +127,7 @@ function fallbackShare(limits: readonly LimitRequest[], replicas: number): Limit
 }
 
 export function createRedisRateLimiter(options: RedisRateLimiterOptions): RateLimiter {
-  const { connection, commandTimeoutMs, metrics, logger } = options;
+  const { connection, commandTimeoutMs, metrics, logger, clock } = options;
   const { breaker } = options;
   const bounded = commandDeadline(connection, commandTimeoutMs);
   const runScript = defineScript(connection, SCRIPT_COMMAND, RATE_LIMIT_LUA);
@@ -135,8 +158,13 @@ export function createRedisRateLimiter(options: RedisRateLimiterOptions): RateLi
     const keys: string[] = [];
     const args: (string | number)[] = chargeClockArgs(scriptClock);
     pushChargeInput(tenantId, limits, keys, args);
+    args.push(clock.deadlineArg(commandTimeoutMs));
     const reply = await timed('rate_limit_check', () => runScript(keys.length, keys, args));
-    return decisionFromReply(reply, limits);
+    if (isExpiredReply(reply, clock)) throw new StoreDeadlinePassedError();
+    const decision = decisionFromReply(reply, limits);
+    // charge_limits' reply opens with its "now": the store's, unless a test clock gave it.
+    if (scriptClock === undefined) clock.observe((reply as number[])[0] as number);
+    return decision;
   }
 
   async function decideWhileDegraded(

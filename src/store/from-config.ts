@@ -8,7 +8,7 @@ import { createRedisAdmission } from '../admission/redis-admission.ts';
 import type { GatewayConfig, TenantConfig } from '../config/schema.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
 import { createMemoryOwnershipStore } from '../ownership/memory-store.ts';
-import { createRedisOwnershipStore } from '../ownership/redis-store.ts';
+import { createRedisOwnershipStore, defineUndoClaim } from '../ownership/redis-store.ts';
 import type { OwnershipStore } from '../ownership/store.ts';
 import { createMemoryRateLimiter } from '../ratelimit/memory-limiter.ts';
 import { createRateLimitMetrics, rateLimitMetricsScope } from '../ratelimit/metrics.ts';
@@ -18,6 +18,8 @@ import { createMemoryUsageMeter, type UsageMeter } from '../usage/meter.ts';
 import { createRedisUsageMeter } from '../usage/redis-meter.ts';
 import { createConnectionBreaker } from './circuit-breaker.ts';
 import { createRedisConnection, waitUntilConnected } from './redis.ts';
+import { createStoreClock, learnClockOnConnect } from './store-clock.ts';
+import { createUndoOnRecovery } from './undo-on-recovery.ts';
 
 // Start-up only: long enough for a healthy Redis, short enough that a dead one does not hold the
 // process (fail-open replicas serve from the fallback; fail-closed ones stay not ready).
@@ -71,6 +73,8 @@ export async function openStore(
     },
     deps.logger,
   );
+  const clock = createStoreClock();
+  learnClockOnConnect(connection, clock);
   await waitUntilConnected(connection, STARTUP_CONNECT_WAIT_MS).catch(() => {
     deps.logger.warn({}, 'store not reachable at start-up; serving per its failMode until it is');
   });
@@ -83,6 +87,9 @@ export async function openStore(
   breaker.onChange((open) => {
     if (open) metrics.recordBreakerTrip();
   });
+  // Before any other listener of the breaker: undos go out first when the store answers again.
+  const undos = createUndoOnRecovery(breaker, deps.logger);
+  const undoClaim = defineUndoClaim(connection);
   const limiter = createRedisRateLimiter({
     connection,
     breaker,
@@ -90,6 +97,7 @@ export async function openStore(
     failMode: store.failMode,
     fallbackReplicas: store.replicas,
     metrics,
+    clock,
     logger: deps.logger,
   });
   const usage = createRedisUsageMeter({
@@ -107,6 +115,9 @@ export async function openStore(
     ttlMs: ownershipTtlMs,
     logger: deps.logger,
     observeStore: metrics.observeStore,
+    clock,
+    undos,
+    undoClaim,
   });
   // In a Cluster an id's key and a tenant's limit keys hash to different slots: no single script.
   const admission =
@@ -121,6 +132,9 @@ export async function openStore(
           limiter,
           metrics,
           logger: deps.logger,
+          clock,
+          undos,
+          undoClaim,
         });
   return {
     limiter,

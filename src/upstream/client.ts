@@ -1,8 +1,20 @@
 // The one way requests leave gengate. Each exchange is read whole (bounded in time and size) before the
 // client is answered, so a stalled or broken upstream becomes a clean 502/504 instead of a torn response.
+// At most `connections` exchanges run at once (one per connection); a request that waits longer than
+// `queueTimeoutMs` for its turn is answered 503 overloaded: nothing was sent, so the client may retry at
+// once elsewhere, and a slow upstream cannot pile up unbounded work (and memory) in the gateway.
 import type { IncomingHttpHeaders } from 'node:http';
 import { Pool, type Dispatcher } from 'undici';
+import type { GatewayMetrics } from '../observability/metrics.ts';
+import {
+  type GatewayConfig,
+  DEFAULT_OVERLOAD_RETRY_AFTER_SECONDS,
+  DEFAULT_UPSTREAM_CONNECTIONS,
+  DEFAULT_UPSTREAM_MAX_RESPONSE_BYTES,
+  DEFAULT_UPSTREAM_QUEUE_TIMEOUT_MS,
+} from '../config/schema.ts';
 import { GatewayError, gatewayError } from '../errors/registry.ts';
+import { overloadedError } from '../overload/shed-load.ts';
 
 export interface UpstreamRequest {
   method: 'GET' | 'POST' | 'DELETE';
@@ -29,10 +41,15 @@ export interface UpstreamClientOptions {
   baseUrl: string;
   timeoutMs: number;
   maxResponseBytes?: number;
+  /** Exchanges at once; further requests wait for one to end. */
+  connections?: number;
+  /** How long a request may wait for its turn before it is answered 503 overloaded. */
+  queueTimeoutMs?: number;
+  /** Retry-After of that 503. */
+  retryAfterSeconds?: number;
+  /** Called for each request answered 503 overloaded after waiting for its turn. */
+  onQueueTimeout?: () => void;
 }
-
-// Results may carry base64 images: 20 samples of a few MB each fit comfortably.
-const DEFAULT_MAX_UPSTREAM_RESPONSE_BYTES = 64 * 1024 * 1024;
 
 const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT']);
 
@@ -131,40 +148,109 @@ class Exchange implements Dispatcher.DispatchHandler {
   }
 }
 
+/** The client's options as the configuration sets them; its waits that time out are counted as shed. */
+export function upstreamClientOptions(
+  config: Pick<GatewayConfig, 'upstream' | 'server'>,
+  metrics: Pick<GatewayMetrics, 'loadShed'>,
+): UpstreamClientOptions {
+  const { upstream } = config;
+  return {
+    baseUrl: upstream.baseUrl,
+    timeoutMs: upstream.timeoutMs,
+    connections: upstream.connections,
+    queueTimeoutMs: upstream.queueTimeoutMs,
+    maxResponseBytes: upstream.maxResponseBytes,
+    retryAfterSeconds: config.server.overload.retryAfterSeconds,
+    onQueueTimeout: () => {
+      metrics.loadShed.inc({ reason: 'upstream_queue' });
+    },
+  };
+}
+
+interface WaitingTurn {
+  start: () => void;
+  timer: NodeJS.Timeout;
+}
+
 export function createUpstreamClient(options: UpstreamClientOptions): UpstreamClient {
   const origin = new URL(options.baseUrl).origin;
-  const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_UPSTREAM_RESPONSE_BYTES;
+  const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_UPSTREAM_MAX_RESPONSE_BYTES;
+  const connections = options.connections ?? DEFAULT_UPSTREAM_CONNECTIONS;
+  const queueTimeoutMs = options.queueTimeoutMs ?? DEFAULT_UPSTREAM_QUEUE_TIMEOUT_MS;
+  const retryAfterSeconds = options.retryAfterSeconds ?? DEFAULT_OVERLOAD_RETRY_AFTER_SECONDS;
   const pool = new Pool(origin, {
+    connections,
     headersTimeout: options.timeoutMs,
     bodyTimeout: options.timeoutMs,
     connectTimeout: Math.min(options.timeoutMs, 10_000),
   });
+  let running = 0;
+  // In arrival order; a Set so that a request whose wait expired leaves it at once.
+  const waiting = new Set<WaitingTurn>();
+
+  function endTurn(): void {
+    running -= 1;
+    const [next] = waiting;
+    if (next === undefined) return;
+    waiting.delete(next);
+    clearTimeout(next.timer);
+    next.start();
+  }
+
+  /** Runs `exchange` now if a connection is free, else once one is; fails if that takes too long. */
+  function inTurn<T>(exchange: () => Promise<T>): Promise<T> {
+    const run = () => {
+      running += 1;
+      return exchange().finally(endTurn);
+    };
+    if (running < connections) return run();
+    return new Promise<T>((resolve, reject) => {
+      const turn: WaitingTurn = {
+        start: () => {
+          run().then(resolve, reject);
+        },
+        timer: setTimeout(() => {
+          waiting.delete(turn);
+          options.onQueueTimeout?.();
+          reject(
+            overloadedError(
+              retryAfterSeconds,
+              'this gateway replica has too many requests waiting for the generation service; retry shortly',
+            ),
+          );
+        }, queueTimeoutMs),
+      };
+      waiting.add(turn);
+    });
+  }
+
+  function exchangeOnce(request: UpstreamRequest): Promise<UpstreamResponse> {
+    return new Promise((resolve, reject) => {
+      const exchange = new Exchange(maxResponseBytes, (outcome) => {
+        clearTimeout(deadline);
+        if (outcome instanceof GatewayError) reject(outcome);
+        else resolve(outcome);
+      });
+      // Bounds the whole exchange, not just each gap between bytes (undici's own timeouts). Cleared as
+      // soon as the exchange settles: a timer that outlived it would hold it in memory for the whole
+      // timeout (docs/performance.md).
+      const deadline = setTimeout(() => {
+        exchange.fail(upstreamTimedOut());
+      }, options.timeoutMs);
+      pool.dispatch(
+        {
+          method: request.method,
+          path: request.path,
+          headers: request.headers,
+          body: request.body ?? null,
+        },
+        exchange,
+      );
+    });
+  }
 
   return {
-    send(request) {
-      return new Promise((resolve, reject) => {
-        const exchange = new Exchange(maxResponseBytes, (outcome) => {
-          clearTimeout(deadline);
-          if (outcome instanceof GatewayError) reject(outcome);
-          else resolve(outcome);
-        });
-        // Bounds the whole exchange, not just each gap between bytes (undici's own timeouts). Cleared as
-        // soon as the exchange settles: a timer that outlived it would hold it in memory for the whole
-        // timeout (docs/performance.md).
-        const deadline = setTimeout(() => {
-          exchange.fail(upstreamTimedOut());
-        }, options.timeoutMs);
-        pool.dispatch(
-          {
-            method: request.method,
-            path: request.path,
-            headers: request.headers,
-            body: request.body ?? null,
-          },
-          exchange,
-        );
-      });
-    },
+    send: (request) => inTurn(() => exchangeOnce(request)),
     close: () => pool.close(),
     destroy: () => pool.destroy(),
   };

@@ -95,6 +95,9 @@ tenants:
         bodyLimitBytes: 10485760,
         trustProxy: false,
         requestTimeoutMs: 120000,
+        keepAliveTimeoutMs: 72000,
+        maxRequestsPerSocket: 1000,
+        overload: { maxEventLoopDelayMs: 200, maxHeapUsedRatio: 0.9, retryAfterSeconds: 1 },
         authenticationFailures: { limit: 20, windowSeconds: 60 },
       },
       admin: { host: '0.0.0.0', port: 9090 },
@@ -102,6 +105,9 @@ tenants:
       upstream: {
         baseUrl: 'https://api.maxai.lol',
         timeoutMs: 60000,
+        connections: 256,
+        queueTimeoutMs: 500,
+        maxResponseBytes: 67108864,
         credentials: { shared: { env: 'MAXAI_TOKEN' }, research: { env: 'RESEARCH_TOKEN' } },
       },
       simulator: {

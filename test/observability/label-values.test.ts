@@ -10,7 +10,11 @@ import packageJson from '../../package.json' with { type: 'json' };
 import { buildAdminApp } from '../../src/admin/app.ts';
 import { createReadiness } from '../../src/admin/readiness.ts';
 import { ROUTE_IDS } from '../../src/config/route-ids.ts';
-import { CONFIG_RELOAD_RESULTS, UPSTREAM_ERROR_REASONS } from '../../src/observability/metrics.ts';
+import {
+  CONFIG_RELOAD_RESULTS,
+  UPSTREAM_ERROR_REASONS,
+  LOAD_SHED_REASONS,
+} from '../../src/observability/metrics.ts';
 import { POLICY_RULES } from '../../src/policy/outcome.ts';
 import { EXACT_DECISIONS, STORE_OPERATIONS } from '../../src/ratelimit/metrics.ts';
 import { routeSchemaFor } from '../../src/validation/request-schemas.ts';
@@ -65,7 +69,7 @@ const ALLOWED: Record<string, (value: string) => boolean> = {
     '(body)',
   ]),
   result: oneOf(CONFIG_RELOAD_RESULTS),
-  reason: oneOf(UPSTREAM_ERROR_REASONS),
+  reason: oneOf([...UPSTREAM_ERROR_REASONS, ...LOAD_SHED_REASONS]),
   le: (value) => value === '+Inf' || Number.isFinite(Number(value)),
   version: oneOf([packageJson.version]),
   node_version: oneOf([process.versions.node]),

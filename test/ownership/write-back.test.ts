@@ -5,7 +5,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { createRedisOwnershipStore } from '../../src/ownership/redis-store.ts';
+import { createStoreClock } from '../../src/store/store-clock.ts';
+import { createUndoOnRecovery } from '../../src/store/undo-on-recovery.ts';
+import { createRedisOwnershipStore, defineUndoClaim } from '../../src/ownership/redis-store.ts';
 import type { OwnershipStore } from '../../src/ownership/store.ts';
 import { createStoreBreaker, type StoreBreaker } from '../../src/store/circuit-breaker.ts';
 import type { RedisConnection } from '../../src/store/redis.ts';
@@ -51,6 +53,9 @@ function storeWithBreaker(probe: () => Promise<void>): { store: OwnershipStore; 
     failMode: 'open',
     ttlMs: 3_600_000,
     logger: silent,
+    clock: createStoreClock(),
+    undos: createUndoOnRecovery(breaker, silent),
+    undoClaim: defineUndoClaim(connection),
   });
   return { store, breaker };
 }

@@ -1,7 +1,9 @@
-// Contract section 10: on SIGTERM a replica reports not ready, stops accepting, lets in-flight requests
-// finish and exits 0. Run against the real process, as Kubernetes would stop it.
+// Contract section 10: on SIGTERM a replica reports not ready, stops accepting new connections, keeps
+// serving requests that arrive on connections already open (with `Connection: close`), lets in-flight
+// requests finish, closes only idle connections and exits 0. Run against the real process, as Kubernetes
+// would stop it.
 import { once } from 'node:events';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { startSimulator } from '../../src/simulator/server.ts';
 import { oneTenantConfig, startGatewayProcess, writeTempConfig } from '../support/gateway-process.ts';
@@ -67,15 +69,72 @@ test('SIGTERM with connections that never sent a request: the drain does not wai
   const lateClosed = once(late, 'close');
   gateway.signal('SIGTERM');
   await waitFor('the draining log line', () => gateway.lines.some((line) => line.msg === 'draining'));
-  // A request on a fresh connection has a grace of a second once closing begins (it may have been sent
-  // before the gateway read anything): it is answered like any request arriving during the drain.
+  // A request on a fresh connection within the idle grace (it may have been sent before the gateway read
+  // anything) is served like any request arriving during the drain: here the 401 of a request without a
+  // key, and its connection closed after it.
   late.write(`GET /v1/account/keys HTTP/1.1\r\nHost: ${hostname}\r\n\r\n`);
   // Without the fix the drain waits for the silent connection until its 25 s deadline, past this test's
   // timeout; the gateway closes it after the grace and exits.
   await Promise.all([silentClosed, lateClosed]);
-  expect(lateAnswer).toMatch(/^HTTP\/1\.1 503 /);
+  expect(lateAnswer).toMatch(/^HTTP\/1\.1 401 /);
   expect(lateAnswer).toMatch(/\r\nconnection: close\r\n/i);
-  expect(lateAnswer).toContain('"code":"shutting_down"');
+  expect(lateAnswer).toContain('"code":"missing_api_key"');
   expect(await gateway.exited).toBe(0);
   expect(gateway.lines.some((line) => line.msg === 'stopped')).toBe(true);
+}, 10_000);
+
+/** One request on an open keep-alive connection, and its whole response (Content-Length framed). */
+async function requestOn(socket: Socket, request: string): Promise<string> {
+  let received = '';
+  const complete = new Promise<string>((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      received += chunk.toString('utf8');
+      const headEnd = received.indexOf('\r\n\r\n');
+      const length = /\r\ncontent-length: (\d+)/i.exec(received);
+      if (headEnd >= 0 && length !== null && received.length >= headEnd + 4 + Number(length[1])) {
+        socket.off('data', onData);
+        resolve(received);
+      }
+    };
+    socket.on('data', onData);
+    socket.once('error', reject);
+  });
+  socket.write(request);
+  return complete;
+}
+
+test('SIGTERM: a request arriving on a kept-alive connection is served with Connection: close', async () => {
+  const key = canaryTenantKey();
+  const configPath = await writeTempConfig(oneTenantConfig({ upstreamUrl: simulator.url, keys: [key] }));
+  const gateway = await startGatewayProcess(configPath, { SHARED_TOKEN: TOKEN });
+  const { hostname, port } = new URL(gateway.gatewayUrl);
+  const create = [
+    'POST /v1/images/generations HTTP/1.1',
+    `Host: ${hostname}:${port}`,
+    `Authorization: Bearer ${key.key}`,
+    'Content-Type: application/json',
+    'Content-Length: 2',
+    '',
+    '{}',
+  ].join('\r\n');
+  // A balancer's pooled connection: used, then kept open.
+  const pooled = connect(Number(port), hostname);
+  await once(pooled, 'connect');
+  const before = await requestOn(pooled, create);
+  expect(before).toMatch(/^HTTP\/1\.1 200 /);
+  expect(before).toMatch(/\r\nconnection: keep-alive\r\n/i);
+  const closed = once(pooled, 'close');
+
+  gateway.signal('SIGTERM');
+  await waitFor('the draining log line', () => gateway.lines.some((line) => line.msg === 'draining'));
+  // Sent right after the signal on the open connection, as a balancer that had not yet seen readiness
+  // drop would: served, and the connection closed after the answer.
+  const during = await requestOn(pooled, create);
+  expect(during).toMatch(/^HTTP\/1\.1 200 /);
+  expect(during).toMatch(/\r\nconnection: close\r\n/i);
+  expect(JSON.parse(during.slice(during.indexOf('\r\n\r\n') + 4))).toMatchObject({ status: 200 });
+  await closed;
+  // New connections are refused: the listener closed as the drain began.
+  await expect(fetch(`${gateway.gatewayUrl}/v1/account/keys`)).rejects.toThrow();
+  expect(await gateway.exited).toBe(0);
 }, 10_000);

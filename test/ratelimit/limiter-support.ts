@@ -1,5 +1,6 @@
 // Builds rate limiters the way the gateway will: a real connection through createRedisConnection, its own
 // metrics registry, and a teardown that closes all of it.
+import { createStoreClock } from '../../src/store/store-clock.ts';
 import { Registry } from 'prom-client';
 import { createRateLimitMetrics, rateLimitMetricsScope } from '../../src/ratelimit/metrics.ts';
 import { createRedisRateLimiter, type RedisRateLimiterOptions } from '../../src/ratelimit/redis-limiter.ts';
@@ -24,7 +25,7 @@ export interface TestLimiter {
 }
 
 export type TestLimiterOptions = Partial<
-  Omit<RedisRateLimiterOptions, 'connection' | 'metrics' | 'breaker'> & { probeIntervalMs: number }
+  Omit<RedisRateLimiterOptions, 'connection' | 'metrics' | 'breaker' | 'clock'> & { probeIntervalMs: number }
 >;
 
 export async function startTestLimiter(
@@ -51,6 +52,7 @@ export async function startTestLimiter(
     connection,
     breaker,
     metrics,
+    clock: createStoreClock(),
   });
   return {
     limiter,

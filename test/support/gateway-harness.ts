@@ -17,7 +17,7 @@ import { startTenantCountersAtZero } from '../../src/observability/tenant-series
 import type { RateLimiter } from '../../src/ratelimit/types.ts';
 import { startSimulator } from '../../src/simulator/server.ts';
 import { openStore } from '../../src/store/from-config.ts';
-import { createUpstreamClient } from '../../src/upstream/client.ts';
+import { createUpstreamClient, upstreamClientOptions } from '../../src/upstream/client.ts';
 import type { ReceivedRequest } from '../../src/simulator/record.ts';
 import {
   CANARY_UPSTREAM_TOKENS,
@@ -50,6 +50,8 @@ export interface HarnessOptions {
   alphaLimitsYaml?: string;
   /** The `store:` mapping (flow style); memory by default. */
   storeYaml?: string;
+  /** server.overload, as YAML. */
+  overloadYaml?: string;
   /** YAML for the alpha tenant's `policy:` mapping (flow style). */
   alphaPolicyYaml?: string;
   /** Failed authentications allowed per client address and minute. */
@@ -126,7 +128,7 @@ tenants:
     ]),
   );
   const metrics = createMetrics();
-  const upstream = createUpstreamClient({ baseUrl: simulator.url, timeoutMs: config.upstream.timeoutMs });
+  const upstream = createUpstreamClient(upstreamClientOptions(config, metrics));
   const tenants = createTenantDirectory(config.tenants);
   const store = await openStore(config.store, { logger, metrics });
   startTenantCountersAtZero(config.tenants, { metrics, store });

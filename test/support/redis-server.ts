@@ -21,6 +21,10 @@ export interface RedisServer {
   kill(): Promise<void>;
   /** Starts again on the same port with an empty dataset, after kill(). */
   restart(): Promise<void>;
+  /** SIGSTOP: the server keeps its connections and queues what arrives, but runs nothing until thaw(). */
+  freeze(): void;
+  /** SIGCONT after freeze(): the server runs, in order, everything that arrived meanwhile. */
+  thaw(): void;
   /** A plain client for inspecting and poisoning state; closed by stop(). */
   client(): Redis;
 }
@@ -79,6 +83,8 @@ export async function startRedisServer(extraArgs: string[] = []): Promise<RedisS
     port,
     async stop() {
       for (const client of clients) client.disconnect();
+      // A frozen server would never act on the SIGTERM.
+      child.kill('SIGCONT');
       child.kill('SIGTERM');
       await exited(child);
       await rm(dir, { recursive: true, force: true });
@@ -88,6 +94,12 @@ export async function startRedisServer(extraArgs: string[] = []): Promise<RedisS
       await exited(child);
     },
     restart: launch,
+    freeze() {
+      child.kill('SIGSTOP');
+    },
+    thaw() {
+      child.kill('SIGCONT');
+    },
     client() {
       const client = new Redis(port, '127.0.0.1', { lazyConnect: false, maxRetriesPerRequest: 1 });
       clients.push(client);

@@ -12,6 +12,7 @@ import {
   type UpstreamRequest,
 } from '../../src/upstream/client.ts';
 import { freePort } from '../support/free-port.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 const EXCHANGES = 50;
 let server: Server;
@@ -198,4 +199,69 @@ describe('one exchange, gathered whole', () => {
       );
     });
   });
+});
+
+describe('bounded concurrency towards the upstream', () => {
+  let heldServer: Server;
+  let heldUrl: string;
+  /** Answers held until released, and the most held at once. */
+  const held: (() => void)[] = [];
+  let mostAtOnce = 0;
+
+  beforeAll(async () => {
+    heldServer = createServer((_request, response) => {
+      held.push(() => response.writeHead(200).end('{"status":200}'));
+      mostAtOnce = Math.max(mostAtOnce, held.length);
+    });
+    await new Promise<void>((resolve) => heldServer.listen(0, '127.0.0.1', resolve));
+    heldUrl = `http://127.0.0.1:${(heldServer.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    heldServer.closeAllConnections();
+    await new Promise((resolve) => heldServer.close(resolve));
+  });
+
+  const releaseFirst = () => {
+    held.shift()?.();
+  };
+
+  test('a request waiting longer than queueTimeoutMs for a connection: 503 overloaded, Retry-After', () => {
+    let timedOut = 0;
+    const options = {
+      baseUrl: heldUrl,
+      connections: 1,
+      queueTimeoutMs: 100,
+      retryAfterSeconds: 2,
+      onQueueTimeout: () => {
+        timedOut++;
+      },
+    };
+    return withClient(options, async (client) => {
+      const first = client.send(get('/first'));
+      await expect(client.send(get('/second'))).rejects.toMatchObject({
+        code: 'overloaded',
+        status: 503,
+        message:
+          'this gateway replica has too many requests waiting for the generation service; retry shortly',
+        headers: { 'retry-after': '2' },
+      });
+      expect(timedOut).toBe(1);
+      releaseFirst();
+      expect((await first).status).toBe(200);
+    });
+  });
+
+  test('requests beyond `connections` wait for a free one, never more at once', () =>
+    withClient({ baseUrl: heldUrl, connections: 2, queueTimeoutMs: ENOUGH_TIME_MS }, async (client) => {
+      mostAtOnce = 0;
+      const answers = Array.from({ length: 6 }, (_, index) => client.send(get(`/${index}`)));
+      for (let released = 0; released < 6; released++) {
+        await waitFor('a held request', () => held.length > 0);
+        releaseFirst();
+      }
+      expect((await Promise.all(answers)).map((answer) => answer.status)).toEqual([
+        200, 200, 200, 200, 200, 200,
+      ]);
+      expect(mostAtOnce).toBe(2);
+    }));
 });
