@@ -92,7 +92,11 @@ const ServerSchema = object(
     }),
     overload: object(
       {
-        maxEventLoopDelayMs: positiveMs(DEFAULT_OVERLOAD_MAX_EVENT_LOOP_DELAY_MS),
+        maxEventLoopDelayMs: Type.Integer({
+          minimum: 0,
+          default: DEFAULT_OVERLOAD_MAX_EVENT_LOOP_DELAY_MS,
+          description: '0 turns the check off',
+        }),
         maxHeapUsedRatio: Type.Number({
           exclusiveMinimum: 0,
           maximum: 1,

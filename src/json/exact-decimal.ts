@@ -102,5 +102,6 @@ export function compareDecimals(a: ExactDecimal, b: ExactDecimal): number {
   const signB = b.digits === '' ? 0 : b.negative ? -1 : 1;
   if (signA !== signB) return signA < signB ? -1 : 1;
   const magnitude = compareMagnitudes(a, b);
-  return signA < 0 ? -magnitude : magnitude;
+  // Equal magnitudes are 0 whatever the sign (never -0).
+  return signA < 0 && magnitude !== 0 ? -magnitude : magnitude;
 }

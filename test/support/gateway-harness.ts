@@ -50,7 +50,11 @@ export interface HarnessOptions {
   alphaLimitsYaml?: string;
   /** The `store:` mapping (flow style); memory by default. */
   storeYaml?: string;
-  /** server.overload, as YAML. */
+  /**
+   * server.overload, as YAML. Off by default: the harness's gateway shares its event loop with the
+   * simulator and the test itself, whose own work (parsing megabyte bodies) would read as overload (a
+   * sample interval in which the loop never turned counts as an infinite delay).
+   */
   overloadYaml?: string;
   /** YAML for the alpha tenant's `policy:` mapping (flow style). */
   alphaPolicyYaml?: string;
@@ -81,6 +85,7 @@ server:
   port: 0
   bodyLimitBytes: ${options.bodyLimitBytes ?? 10485760}
   authenticationFailures: { limit: ${options.authFailureLimit ?? 1000}, windowSeconds: 60 }
+  overload: ${options.overloadYaml ?? '{ maxEventLoopDelayMs: 0, maxHeapUsedRatio: 1 }'}
 ${options.requestTimeoutMs === undefined ? '' : `  requestTimeoutMs: ${options.requestTimeoutMs}`}
 upstream:
   baseUrl: ${simulator.url}
