@@ -148,6 +148,39 @@ export function healthDashboard(): Dashboard {
         .withTarget(prometheusQuery(select('nodejs_eventloop_lag_p99_seconds', GENGATE_JOB), '{{instance}}')),
     )
     .withPanel(
+      stateTimelinePanel()
+        .title('Shedding load by replica')
+        .description(
+          'Red while a replica is past its load thresholds (server.overload: event-loop delay or heap) ' +
+            'and answers new requests 503 overloaded with Retry-After; its /readyz answers 503 meanwhile, ' +
+            'so the balancer sends traffic elsewhere. Good is green throughout; red on every replica ' +
+            'at once is too little capacity: add replicas.',
+        )
+        .unit(units.Short)
+        .mappings([
+          {
+            type: MappingType.ValueToText,
+            options: {
+              '0': { text: 'serving', color: 'green', index: 0 },
+              '1': { text: 'shedding', color: 'red', index: 1 },
+            },
+          },
+        ])
+        .withTarget(prometheusQuery('max by (instance) (gengate_overloaded)', '{{instance}}')),
+    )
+    .withPanel(
+      timeSeriesPanel()
+        .title('Requests shed by reason')
+        .description(
+          'New requests answered 503 overloaded per second, by what was past its bound: event_loop_delay ' +
+            'or heap (the replica itself), upstream_queue (no upstream connection free within ' +
+            'upstream.queueTimeoutMs). Good is 0; a steady rate is the alert GengateLoadShedding.',
+        )
+        .unit(units.RequestsPerSecond)
+        .min(0)
+        .withTarget(prometheusQuery(sumRate('gengate_load_shed_total', ['reason']), '{{reason}}')),
+    )
+    .withPanel(
       timeSeriesPanel()
         .title('CPU')
         .description(
