@@ -3,6 +3,8 @@
 // this reads sign, significant digits and the position of the decimal point and nothing else, so judging
 // a number of any length costs time linear in its text.
 
+import { DIGIT_ZERO, MINUS, PLUS } from './char-codes.ts';
+
 /**
  * A decimal `±0.d1d2…dk × 10^order` with d1 ≠ 0 and dk ≠ 0; zero has no digits. Two numbers that mean
  * the same value (`20`, `20.0`, `2e1`, `0.2E+2`) have equal decimals.
@@ -20,10 +22,6 @@ export interface ExactDecimal {
  * whose exponent exceeds it is beyond every bound either way, and clamping changes no verdict.
  */
 const MAX_ORDER = 1e15;
-
-const DIGIT_ZERO = 0x30;
-const MINUS = 0x2d;
-const PLUS = 0x2b;
 
 /** The exponent's value, clamped to ±MAX_ORDER, from the digits between `start` and `end`. */
 function exponentValue(text: string, start: number, end: number): number {

@@ -5,23 +5,13 @@
 // and decodes only the member names and the three values it wants: time linear in the body with a
 // small constant, and memory independent of it.
 
+import * as Char from '../json/char-codes.ts';
+
 export interface RecordSummary {
   id?: string;
   totalCost?: number;
   completedAt?: string;
 }
-
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const COMMA = 0x2c;
-const COLON = 0x3a;
-const OPEN_OBJECT = 0x7b;
-const CLOSE_OBJECT = 0x7d;
-const OPEN_ARRAY = 0x5b;
-const CLOSE_ARRAY = 0x5d;
-const MINUS = 0x2d;
-const DIGIT_ZERO = 0x30;
-const DIGIT_NINE = 0x39;
 
 interface Container {
   isObject: boolean;
@@ -37,13 +27,13 @@ interface Container {
  * json-structure.ts, does the same over text; this one reads bytes to decode nothing.)
  */
 function endOfString(body: Buffer, start: number): number {
-  const quote = body.indexOf(QUOTE, start + 1);
+  const quote = body.indexOf(Char.QUOTE, start + 1);
   if (quote === -1) return body.length;
-  if (body[quote - 1] !== BACKSLASH) return quote;
+  if (body[quote - 1] !== Char.BACKSLASH) return quote;
   for (let position = start + 1; position < body.length; position += 1) {
     const code = body[position];
-    if (code === QUOTE) return position;
-    if (code === BACKSLASH) position += 1;
+    if (code === Char.QUOTE) return position;
+    if (code === Char.BACKSLASH) position += 1;
   }
   return body.length;
 }
@@ -58,7 +48,7 @@ function decodeString(body: Buffer, open: number, close: number): string | undef
 }
 
 function isNumberStart(code: number): boolean {
-  return code === MINUS || (code >= DIGIT_ZERO && code <= DIGIT_NINE);
+  return code === Char.MINUS || (code >= Char.DIGIT_ZERO && code <= Char.DIGIT_NINE);
 }
 
 function endOfToken(body: Buffer, start: number): number {
@@ -87,7 +77,7 @@ export function readRecordSummary(body: Buffer): RecordSummary {
   for (let position = 0; position < body.length; position += 1) {
     const code = body[position] ?? 0;
     const top = stack.at(-1);
-    if (code === QUOTE) {
+    if (code === Char.QUOTE) {
       const end = endOfString(body, position);
       const member = recordMember();
       if (top?.isObject === true && top.expectingName) {
@@ -98,13 +88,17 @@ export function readRecordSummary(body: Buffer): RecordSummary {
         if (value !== undefined) summary[member] = value;
       }
       position = end;
-    } else if (code === OPEN_OBJECT || code === OPEN_ARRAY) {
-      stack.push({ isObject: code === OPEN_OBJECT, expectingName: code === OPEN_OBJECT, current: undefined });
-    } else if (code === CLOSE_OBJECT || code === CLOSE_ARRAY) {
+    } else if (code === Char.OPEN_OBJECT || code === Char.OPEN_ARRAY) {
+      stack.push({
+        isObject: code === Char.OPEN_OBJECT,
+        expectingName: code === Char.OPEN_OBJECT,
+        current: undefined,
+      });
+    } else if (code === Char.CLOSE_OBJECT || code === Char.CLOSE_ARRAY) {
       stack.pop();
-    } else if (code === COMMA) {
+    } else if (code === Char.COMMA) {
       if (top !== undefined) top.expectingName = top.isObject;
-    } else if (code === COLON) {
+    } else if (code === Char.COLON) {
       if (top !== undefined) top.expectingName = false;
     } else if (isNumberStart(code)) {
       const end = endOfToken(body, position);

@@ -7,6 +7,8 @@
 // (strings, whitespace and number tokens are crossed with native searches), so the scan is linear in the
 // text whatever its shape.
 
+import * as Char from '../json/char-codes.ts';
+
 /** Deep enough for any real request (the service's own bodies nest 3 levels), far below stack limits. */
 export const MAX_JSON_DEPTH = 32;
 
@@ -76,27 +78,8 @@ interface Container {
   index: number;
 }
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const COMMA = 0x2c;
-const COLON = 0x3a;
-const OPEN_OBJECT = 0x7b;
-const CLOSE_OBJECT = 0x7d;
-const OPEN_ARRAY = 0x5b;
-const CLOSE_ARRAY = 0x5d;
-const MINUS = 0x2d;
-const DIGIT_ZERO = 0x30;
-const DIGIT_NINE = 0x39;
-const LOWER_F = 0x66;
-const LOWER_N = 0x6e;
-const LOWER_T = 0x74;
-
 /** A run of JSON whitespace, crossed with one native match rather than a step per character. */
 const WHITESPACE_RUN = /[ \t\n\r]*/y;
-const SPACE = 0x20;
-const TAB = 0x09;
-const LINE_FEED = 0x0a;
-const CARRIAGE_RETURN = 0x0d;
 
 /** The rest of a number token: digits, signs, points and exponent marks (JSON.parse checks the order). */
 const NUMBER_TAIL = /[\d.eE+-]*/y;
@@ -113,17 +96,17 @@ const MAX_EXACT_DOUBLE_DIGITS = 15;
 function endOfString(text: string, start: number): number {
   const quote = text.indexOf('"', start + 1);
   if (quote === -1) return text.length;
-  if (text.charCodeAt(quote - 1) !== BACKSLASH) return quote;
+  if (text.charCodeAt(quote - 1) !== Char.BACKSLASH) return quote;
   for (let position = start + 1; position < text.length; position += 1) {
     const code = text.charCodeAt(position);
-    if (code === QUOTE) return position;
-    if (code === BACKSLASH) position += 1;
+    if (code === Char.QUOTE) return position;
+    if (code === Char.BACKSLASH) position += 1;
   }
   return text.length;
 }
 
 function isDigit(code: number): boolean {
-  return code >= DIGIT_ZERO && code <= DIGIT_NINE;
+  return code >= Char.DIGIT_ZERO && code <= Char.DIGIT_NINE;
 }
 
 /** Index just past the whole number token at `start`, so that the `-30` of `1e-30` is not a number. */
@@ -135,7 +118,7 @@ function endOfNumber(text: string, start: number): number {
 
 /** Whether the double JSON.parse makes of the number token is exactly the value written. */
 function isShortIntegerLiteral(text: string, start: number, end: number): boolean {
-  const digitsStart = text.charCodeAt(start) === MINUS ? start + 1 : start;
+  const digitsStart = text.charCodeAt(start) === Char.MINUS ? start + 1 : start;
   if (end - digitsStart > MAX_EXACT_DOUBLE_DIGITS) return false;
   for (let position = digitsStart; position < end; position += 1) {
     if (!isDigit(text.charCodeAt(position))) return false;
@@ -215,7 +198,7 @@ export function scanJsonStructure(text: string): JsonStructure {
     const code = text.charCodeAt(position);
     const top = stack.at(-1);
     switch (code) {
-      case QUOTE: {
+      case Char.QUOTE: {
         const end = endOfString(text, position);
         const isName = top?.isObject === true && top.expectingName;
         if (!isName && (values += 1) > MAX_JSON_VALUES) return { problem: { kind: 'too_many_values' } };
@@ -232,11 +215,11 @@ export function scanJsonStructure(text: string): JsonStructure {
         position = end;
         break;
       }
-      case OPEN_OBJECT:
-      case OPEN_ARRAY: {
+      case Char.OPEN_OBJECT:
+      case Char.OPEN_ARRAY: {
         if (stack.length === MAX_JSON_DEPTH) return { problem: { kind: 'too_deep' } };
         if ((values += 1) > MAX_JSON_VALUES) return { problem: { kind: 'too_many_values' } };
-        const isObject = code === OPEN_OBJECT;
+        const isObject = code === Char.OPEN_OBJECT;
         if (isObject && stack.length === 0) layout = { members: new Map(), closingBrace: -1 };
         const numbers = isObject ? numbersOfNewObject(stack) : undefined;
         if (numbers !== undefined) numberTexts.push(numbers);
@@ -250,39 +233,39 @@ export function scanJsonStructure(text: string): JsonStructure {
         });
         break;
       }
-      case CLOSE_OBJECT:
-      case CLOSE_ARRAY:
+      case Char.CLOSE_OBJECT:
+      case Char.CLOSE_ARRAY:
         endTopLevelMember(position);
         if (stack.length === 1 && layout !== undefined) layout.closingBrace = position;
         stack.pop();
         break;
-      case COMMA:
+      case Char.COMMA:
         endTopLevelMember(position);
         if (top !== undefined) {
           top.expectingName = top.isObject;
           top.index += 1;
         }
         break;
-      case COLON:
+      case Char.COLON:
         if (top !== undefined) top.expectingName = false;
         if (stack.length === 1) topLevelValueStart = position + 1;
         break;
-      case LOWER_T:
-      case LOWER_F:
-      case LOWER_N:
+      case Char.LOWER_T:
+      case Char.LOWER_F:
+      case Char.LOWER_N:
         // true, false, null: none of their other letters starts a literal.
         if ((values += 1) > MAX_JSON_VALUES) return { problem: { kind: 'too_many_values' } };
         break;
-      case SPACE:
-      case TAB:
-      case LINE_FEED:
-      case CARRIAGE_RETURN:
+      case Char.SPACE:
+      case Char.TAB:
+      case Char.LINE_FEED:
+      case Char.CARRIAGE_RETURN:
         WHITESPACE_RUN.lastIndex = position;
         WHITESPACE_RUN.test(text);
         position = WHITESPACE_RUN.lastIndex - 1;
         break;
       default: {
-        if (code !== MINUS && !isDigit(code)) break;
+        if (code !== Char.MINUS && !isDigit(code)) break;
         if ((values += 1) > MAX_JSON_VALUES) return { problem: { kind: 'too_many_values' } };
         const end = endOfNumber(text, position);
         if (
