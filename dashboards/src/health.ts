@@ -1,5 +1,5 @@
 // The Health dashboard: the shared store, configuration reloads and each gengate process.
-import { MappingType, RowBuilder, type Dashboard } from '@grafana/grafana-foundation-sdk/dashboard';
+import { RowBuilder, type Dashboard } from '@grafana/grafana-foundation-sdk/dashboard';
 import * as common from '@grafana/grafana-foundation-sdk/common';
 import * as units from '@grafana/grafana-foundation-sdk/units';
 import {
@@ -10,8 +10,8 @@ import {
   redFrom,
   stackedTimeSeriesPanel,
   statPanel,
-  stateTimelinePanel,
   timeSeriesPanel,
+  twoStateTimelinePanel,
 } from './panels.ts';
 import { histogramQuantile, select, sumIncrease, sumRate } from './promql.ts';
 
@@ -61,23 +61,13 @@ export function healthDashboard(): Dashboard {
         .withTarget(prometheusQuery(sumRate('gengate_store_errors_total', ['operation']), '{{operation}}')),
     )
     .withPanel(
-      stateTimelinePanel()
+      twoStateTimelinePanel('healthy', 'degraded')
         .title('Store degraded by replica')
         .description(
           "Red while a replica's store breaker is open: it does not call the store, and serves rate " +
             'limits from its per-replica fallback (failMode open) or answers 503 store_unavailable ' +
             '(failMode closed). Good is green throughout; the breaker closes by itself once the store answers.',
         )
-        .unit(units.Short)
-        .mappings([
-          {
-            type: MappingType.ValueToText,
-            options: {
-              '0': { text: 'healthy', color: 'green', index: 0 },
-              '1': { text: 'degraded', color: 'red', index: 1 },
-            },
-          },
-        ])
         .withTarget(prometheusQuery('max by (instance) (gengate_store_degraded)', '{{instance}}')),
     )
     .withPanel(
@@ -148,7 +138,7 @@ export function healthDashboard(): Dashboard {
         .withTarget(prometheusQuery(select('nodejs_eventloop_lag_p99_seconds', GENGATE_JOB), '{{instance}}')),
     )
     .withPanel(
-      stateTimelinePanel()
+      twoStateTimelinePanel('serving', 'shedding')
         .title('Shedding load by replica')
         .description(
           'Red while a replica is past its load thresholds (server.overload: event-loop delay or heap) ' +
@@ -156,16 +146,6 @@ export function healthDashboard(): Dashboard {
             'so the balancer sends traffic elsewhere. Good is green throughout; red on every replica ' +
             'at once is too little capacity: add replicas.',
         )
-        .unit(units.Short)
-        .mappings([
-          {
-            type: MappingType.ValueToText,
-            options: {
-              '0': { text: 'serving', color: 'green', index: 0 },
-              '1': { text: 'shedding', color: 'red', index: 1 },
-            },
-          },
-        ])
         .withTarget(prometheusQuery('max by (instance) (gengate_overloaded)', '{{instance}}')),
     )
     .withPanel(

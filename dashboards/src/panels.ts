@@ -9,6 +9,7 @@ import {
   DashboardLinkBuilder,
   DashboardLinkType,
   DatasourceVariableBuilder,
+  MappingType,
   QueryVariableBuilder,
   ThresholdsConfigBuilder,
   ThresholdsMode,
@@ -19,6 +20,7 @@ import { DataqueryBuilder } from '@grafana/grafana-foundation-sdk/prometheus';
 import * as stat from '@grafana/grafana-foundation-sdk/stat';
 import * as statetimeline from '@grafana/grafana-foundation-sdk/statetimeline';
 import * as timeseries from '@grafana/grafana-foundation-sdk/timeseries';
+import * as units from '@grafana/grafana-foundation-sdk/units';
 
 /** Every panel and query reads from the Prometheus the viewer picks in the `datasource` variable. */
 export const DATASOURCE: common.DataSourceRef = { type: 'prometheus', uid: '${datasource}' };
@@ -176,13 +178,26 @@ export function barGaugePanel(): bargauge.PanelBuilder {
     .reduceOptions(new common.ReduceDataOptionsBuilder().calcs(['lastNotNull']).values(false));
 }
 
-/** One band per series coloured by state over time, for 0/1 gauges such as the store's degraded state. */
-export function stateTimelinePanel(): statetimeline.PanelBuilder {
+/**
+ * One band per series coloured by state over time, for 0/1 gauges such as the store's degraded state:
+ * 0 reads as `zeroState` in green, 1 as `oneState` in red.
+ */
+export function twoStateTimelinePanel(zeroState: string, oneState: string): statetimeline.PanelBuilder {
   return new statetimeline.PanelBuilder()
     .datasource(DATASOURCE)
     .span(12)
     .height(8)
     .thresholds(noThresholds())
     .mergeValues(true)
-    .showValue(common.VisibilityMode.Never);
+    .showValue(common.VisibilityMode.Never)
+    .unit(units.Short)
+    .mappings([
+      {
+        type: MappingType.ValueToText,
+        options: {
+          '0': { text: zeroState, color: 'green', index: 0 },
+          '1': { text: oneState, color: 'red', index: 1 },
+        },
+      },
+    ]);
 }
