@@ -3,42 +3,30 @@
 // undoing an attempt removes its claim and refunds its charge only while the id still holds that
 // attempt's record, never a claim made since.
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { createRedisOwnershipStore, defineUndoClaim } from '../../src/ownership/redis-store.ts';
 import { createStoreBreaker } from '../../src/store/circuit-breaker.ts';
-import type { RedisConnection } from '../../src/store/redis.ts';
 import { createStoreClock, microsOfTime } from '../../src/store/store-clock.ts';
 import { createUndoOnRecovery } from '../../src/store/undo-on-recovery.ts';
-import { connectAsGateway, startRedisServer, type RedisServer } from '../support/redis-server.ts';
+import { useGatewayRedis } from '../support/gateway-redis.ts';
 
 const silent = { info: () => undefined, warn: () => undefined };
 const LIMIT = { id: 'requests', limit: 10, windowSeconds: 3600, cost: 1 };
 
-let redis: RedisServer;
-let connection: RedisConnection;
-let inspector: Redis;
-
-beforeAll(async () => {
-  redis = await startRedisServer();
-  connection = await connectAsGateway(redis);
-  inspector = redis.client();
-});
-afterAll(async () => {
-  connection.disconnect();
-  await redis.stop();
-});
+const gatewayRedis = useGatewayRedis();
 
 test('a claim that reaches the store after its deadline claims nothing', async () => {
   const clock = createStoreClock();
   // As if the store's clock were 10 s ahead of what it is: every deadline is already past there.
-  clock.observe(microsOfTime((await connection.time()) as unknown as [string, string]) - 10_000_000);
+  clock.observe(
+    microsOfTime((await gatewayRedis.connection.time()) as unknown as [string, string]) - 10_000_000,
+  );
   const breaker = createStoreBreaker({
     probe: () => Promise.reject(new Error('down')),
     probeIntervalMs: 60_000,
   });
   const store = createRedisOwnershipStore({
-    connection,
+    connection: gatewayRedis.connection,
     breaker,
     commandTimeoutMs: 2_000,
     failMode: 'closed',
@@ -46,38 +34,38 @@ test('a claim that reaches the store after its deadline claims nothing', async (
     logger: silent,
     clock,
     undos: createUndoOnRecovery(breaker, silent),
-    undoClaim: defineUndoClaim(connection),
+    undoClaim: defineUndoClaim(gatewayRedis.connection),
   });
   const requestId = randomUUID();
   try {
     await expect(store.claim(requestId, 'alpha')).rejects.toMatchObject({ code: 'store_unavailable' });
-    expect(await inspector.exists(`gengate:request:${requestId}`)).toBe(0);
+    expect(await gatewayRedis.inspector.exists(`gengate:request:${requestId}`)).toBe(0);
   } finally {
     breaker.stop();
   }
 });
 
 test("undoing an attempt removes its claim and refunds its charge, and leaves anyone else's", async () => {
-  const undoClaim = defineUndoClaim(connection);
+  const undoClaim = defineUndoClaim(gatewayRedis.connection);
   const limitKey = 'gengate:{tenant:alpha}:limit:requests';
   const [undone, since] = [randomUUID(), randomUUID()];
   // Two charged claims, as the admission script leaves them: 2 units of 10 used.
-  const nowMicros = microsOfTime((await connection.time()) as unknown as [string, string]);
+  const nowMicros = microsOfTime((await gatewayRedis.connection.time()) as unknown as [string, string]);
   const twoUnitsMicros = 2 * 360_000_000;
-  await inspector.set(limitKey, `${nowMicros + twoUnitsMicros}:0`, 'PX', 3_600_000);
-  await inspector.set(`gengate:request:${undone}`, 'alpha ~attempt.1', 'PX', 60_000);
-  await inspector.set(`gengate:request:${since}`, 'alpha ~attempt.3', 'PX', 60_000);
+  await gatewayRedis.inspector.set(limitKey, `${nowMicros + twoUnitsMicros}:0`, 'PX', 3_600_000);
+  await gatewayRedis.inspector.set(`gengate:request:${undone}`, 'alpha ~attempt.1', 'PX', 60_000);
+  await gatewayRedis.inspector.set(`gengate:request:${since}`, 'alpha ~attempt.3', 'PX', 60_000);
 
   // An older attempt on `since` (its record was replaced by a later attempt's): nothing happens.
   expect(await undoClaim(since, 'alpha', 'alpha ~attempt.2', [LIMIT])).toBe(0);
-  expect(await inspector.get(`gengate:request:${since}`)).toBe('alpha ~attempt.3');
+  expect(await gatewayRedis.inspector.get(`gengate:request:${since}`)).toBe('alpha ~attempt.3');
   // The attempt that holds `undone`: its claim goes and one unit comes back.
   expect(await undoClaim(undone, 'alpha', 'alpha ~attempt.1', [LIMIT])).toBe(1);
-  expect(await inspector.exists(`gengate:request:${undone}`)).toBe(0);
-  const refunded = await inspector.get(limitKey);
+  expect(await gatewayRedis.inspector.exists(`gengate:request:${undone}`)).toBe(0);
+  const refunded = await gatewayRedis.inspector.get(limitKey);
   const [tat] = (refunded ?? '').split(':').map(Number);
   expect(Math.round(((tat ?? 0) - nowMicros) / 360_000_000)).toBe(1);
   // Sent again (the undo is retried after each recovery until it is answered): nothing more changes.
   expect(await undoClaim(undone, 'alpha', 'alpha ~attempt.1', [LIMIT])).toBe(0);
-  expect(await inspector.get(limitKey)).toBe(refunded);
+  expect(await gatewayRedis.inspector.get(limitKey)).toBe(refunded);
 });

@@ -3,15 +3,13 @@
 // about N × N records. Now one write-back runs at a time, and an answer that lands while its pending
 // claim is being written is written too. Against a real Redis, with the breaker driven by the test.
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { createStoreClock } from '../../src/store/store-clock.ts';
 import { createUndoOnRecovery } from '../../src/store/undo-on-recovery.ts';
 import { createRedisOwnershipStore, defineUndoClaim } from '../../src/ownership/redis-store.ts';
 import type { OwnershipStore } from '../../src/ownership/store.ts';
 import { createStoreBreaker, type StoreBreaker } from '../../src/store/circuit-breaker.ts';
-import type { RedisConnection } from '../../src/store/redis.ts';
-import { connectAsGateway, startRedisServer, type RedisServer } from '../support/redis-server.ts';
+import { useGatewayRedis } from '../support/gateway-redis.ts';
 import { waitFor } from '../support/wait-for.ts';
 
 const IDS_CLAIMED_DURING_OUTAGE = 100;
@@ -22,23 +20,11 @@ const RESPONSE = {
 };
 const silent = { info: () => undefined, warn: () => undefined };
 
-let redis: RedisServer;
-let connection: RedisConnection;
-let inspector: Redis;
-
-beforeAll(async () => {
-  redis = await startRedisServer();
-  connection = await connectAsGateway(redis);
-  inspector = redis.client();
-});
-afterAll(async () => {
-  connection.disconnect();
-  await redis.stop();
-});
+const gatewayRedis = useGatewayRedis();
 
 /** Script calls Redis has run so far (EVAL and EVALSHA). */
 async function scriptCalls(): Promise<number> {
-  const stats = await inspector.info('commandstats');
+  const stats = await gatewayRedis.inspector.info('commandstats');
   let calls = 0;
   for (const match of stats.matchAll(/^cmdstat_(?:eval|evalsha):calls=(\d+)/gm)) calls += Number(match[1]);
   return calls;
@@ -47,7 +33,7 @@ async function scriptCalls(): Promise<number> {
 function storeWithBreaker(probe: () => Promise<void>): { store: OwnershipStore; breaker: StoreBreaker } {
   const breaker = createStoreBreaker({ probe, probeIntervalMs: 1 });
   const store = createRedisOwnershipStore({
-    connection,
+    connection: gatewayRedis.connection,
     breaker,
     commandTimeoutMs: 2_000,
     failMode: 'open',
@@ -55,7 +41,7 @@ function storeWithBreaker(probe: () => Promise<void>): { store: OwnershipStore; 
     logger: silent,
     clock: createStoreClock(),
     undos: createUndoOnRecovery(breaker, silent),
-    undoClaim: defineUndoClaim(connection),
+    undoClaim: defineUndoClaim(gatewayRedis.connection),
   });
   return { store, breaker };
 }
@@ -84,7 +70,7 @@ test('answers landing as the store comes back: each id written back about once, 
   storeAnswers();
   await answered;
   await waitFor('every answer written back', async () => {
-    const values = await inspector.mget(ids.map((id) => `gengate:request:${id}`));
+    const values = await gatewayRedis.inspector.mget(ids.map((id) => `gengate:request:${id}`));
     return values.every((value) => value?.startsWith('alpha {"status":200,') === true);
   });
 

@@ -2,27 +2,16 @@
 // answered. A flush that started while the read was in flight had by then moved those increments out
 // of memory and written them after the read, so the report counted them nowhere (seen in CI as a
 // tenant's own earlier `account.usage` reads missing from its report). Against a real Redis.
-import { afterAll, beforeAll, expect, test } from 'vitest';
-import type { RedisConnection } from '../../src/store/redis.ts';
+import { expect, test } from 'vitest';
 import { createRedisUsageMeter } from '../../src/usage/redis-meter.ts';
-import { connectAsGateway, startRedisServer, type RedisServer } from '../support/redis-server.ts';
+import { useGatewayRedis } from '../support/gateway-redis.ts';
 
-let redis: RedisServer;
-let connection: RedisConnection;
-
-beforeAll(async () => {
-  redis = await startRedisServer();
-  connection = await connectAsGateway(redis);
-});
-afterAll(async () => {
-  connection.disconnect();
-  await redis.stop();
-});
+const gatewayRedis = useGatewayRedis();
 
 // Flushes only when closed: no timer flushes during the test.
 const meterFlushedOnClose = () =>
   createRedisUsageMeter({
-    connection,
+    connection: gatewayRedis.connection,
     commandTimeoutMs: 2_000,
     logger: { warn: () => undefined },
     flushIntervalMs: 3_600_000,
