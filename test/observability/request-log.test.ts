@@ -4,10 +4,11 @@
 // of a request, Fastify's own client-error lines included.
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { startSimulator } from '../../src/simulator/server.ts';
+import type { SimulatorServer } from '../../src/simulator/server.ts';
 import {
   oneTenantConfig,
   startGatewayProcess,
+  startSharedTokenSimulator,
   writeTempConfig,
   type GatewayProcess,
 } from '../support/gateway-process.ts';
@@ -22,16 +23,9 @@ const NEGATIVE_PROMPT = 'blurry, prompt_canary_negative';
 const IMAGES = '/v1/images/generations';
 const VIDEOS = '/v1/videos/generations';
 
-let simulator: Awaited<ReturnType<typeof startSimulator>>;
+let simulator: SimulatorServer;
 beforeAll(async () => {
-  simulator = await startSimulator({
-    host: '127.0.0.1',
-    port: 0,
-    tokens: [{ name: 'shared', token: TOKEN }],
-    queuedMs: 0,
-    processingMs: 0,
-    requestsPerMinute: 100_000,
-  });
+  simulator = await startSharedTokenSimulator({ queuedMs: 0, processingMs: 0, requestsPerMinute: 100_000 });
 });
 afterAll(async () => {
   await simulator.close();

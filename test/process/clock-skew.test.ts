@@ -2,10 +2,11 @@
 // processes share one Redis; one runs with its clock an hour behind (test/support/shifted-clock.ts),
 // and both must describe the same limit the same way.
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { startSimulator } from '../../src/simulator/server.ts';
+import type { SimulatorServer } from '../../src/simulator/server.ts';
 import {
   oneTenantConfig,
   startGatewayProcess,
+  startSharedTokenSimulator,
   writeTempConfig,
   type GatewayProcess,
 } from '../support/gateway-process.ts';
@@ -17,16 +18,12 @@ const TOKEN = CANARY_UPSTREAM_TOKENS.shared;
 const HOUR_SECONDS = 3600;
 const key = canaryTenantKey();
 let redis: RedisServer;
-let simulator: Awaited<ReturnType<typeof startSimulator>>;
+let simulator: SimulatorServer;
 const replicas: GatewayProcess[] = [];
 
 beforeAll(async () => {
   redis = await startRedisServer();
-  simulator = await startSimulator({
-    host: '127.0.0.1',
-    port: 0,
-    tokens: [{ name: 'shared', token: TOKEN }],
-  });
+  simulator = await startSharedTokenSimulator();
   const configPath = await writeTempConfig(
     oneTenantConfig({
       upstreamUrl: simulator.url,

@@ -2,10 +2,11 @@
 // flight never see a half-applied configuration; an invalid file is refused and the old one kept.
 import { writeFile } from 'node:fs/promises';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { startSimulator } from '../../src/simulator/server.ts';
+import type { SimulatorServer } from '../../src/simulator/server.ts';
 import {
   oneTenantConfig,
   startGatewayProcess,
+  startSharedTokenSimulator,
   writeTempConfig,
   type GatewayProcess,
 } from '../support/gateway-process.ts';
@@ -15,7 +16,7 @@ import { CANARY_UPSTREAM_TOKENS, canaryTenantKey } from '../support/secret-canar
 const TOKEN = CANARY_UPSTREAM_TOKENS.shared;
 const firstKey = canaryTenantKey();
 const addedKey = canaryTenantKey();
-let simulator: Awaited<ReturnType<typeof startSimulator>>;
+let simulator: SimulatorServer;
 let gateway: GatewayProcess;
 let configPath: string;
 
@@ -28,14 +29,7 @@ function configWith(maximumSamples: number, keys: { sha256: string; prefix: stri
 }
 
 beforeAll(async () => {
-  simulator = await startSimulator({
-    host: '127.0.0.1',
-    port: 0,
-    tokens: [{ name: 'shared', token: TOKEN }],
-    queuedMs: 0,
-    processingMs: 0,
-    requestsPerMinute: 100_000,
-  });
+  simulator = await startSharedTokenSimulator({ queuedMs: 0, processingMs: 0, requestsPerMinute: 100_000 });
   configPath = await writeTempConfig(configWith(4, [firstKey]));
   gateway = await startGatewayProcess(configPath, { SHARED_TOKEN: TOKEN });
 });

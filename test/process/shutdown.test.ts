@@ -5,22 +5,21 @@
 import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { startSimulator } from '../../src/simulator/server.ts';
-import { oneTenantConfig, startGatewayProcess, writeTempConfig } from '../support/gateway-process.ts';
+import type { SimulatorServer } from '../../src/simulator/server.ts';
+import {
+  oneTenantConfig,
+  startGatewayProcess,
+  startSharedTokenSimulator,
+  writeTempConfig,
+} from '../support/gateway-process.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { sendRaw } from '../support/raw-http.ts';
 import { CANARY_UPSTREAM_TOKENS, canaryTenantKey } from '../support/secret-canary.ts';
 
 const TOKEN = CANARY_UPSTREAM_TOKENS.shared;
-let simulator: Awaited<ReturnType<typeof startSimulator>>;
+let simulator: SimulatorServer;
 beforeAll(async () => {
-  simulator = await startSimulator({
-    host: '127.0.0.1',
-    port: 0,
-    tokens: [{ name: 'shared', token: TOKEN }],
-    queuedMs: 0,
-    processingMs: 0,
-  });
+  simulator = await startSharedTokenSimulator({ queuedMs: 0, processingMs: 0 });
 });
 afterAll(async () => {
   await simulator.close();

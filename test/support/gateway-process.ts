@@ -6,7 +6,9 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { searchProduced, streamSearch } from './secret-canary.ts';
+import type { SimulatorOptions } from '../../src/simulator/app.ts';
+import { startSimulator, type SimulatorServer } from '../../src/simulator/server.ts';
+import { CANARY_UPSTREAM_TOKENS, searchProduced, streamSearch } from './secret-canary.ts';
 
 export interface GatewayProcess {
   child: ChildProcessWithoutNullStreams;
@@ -81,6 +83,19 @@ export async function startGatewayProcess(
     stderr,
     exited,
   };
+}
+
+/**
+ * A simulator on a free local port that accepts the canary `shared` upstream token, the credential a
+ * oneTenantConfig gateway sends when started with `SHARED_TOKEN: CANARY_UPSTREAM_TOKENS.shared`.
+ */
+export function startSharedTokenSimulator(options: Partial<SimulatorOptions> = {}): Promise<SimulatorServer> {
+  return startSimulator({
+    host: '127.0.0.1',
+    port: 0,
+    tokens: [{ name: 'shared', token: CANARY_UPSTREAM_TOKENS.shared }],
+    ...options,
+  });
 }
 
 export interface OneTenantConfig {
