@@ -3,9 +3,12 @@
 // already on their way and ran (or could have run) once Redis resumed. Regression test for the 409
 // "still in progress or its outcome is unknown" answered to the same requestId after the recovery.
 import { randomUUID } from 'node:crypto';
-import { afterEach, expect, test } from 'vitest';
-import { startGatewayHarness, type GatewayHarness } from '../support/gateway-harness.ts';
-import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
+import { expect, test } from 'vitest';
+import {
+  useGatewayOnRedisPerTest,
+  type GatewayHarness,
+  type GatewayOnRedis,
+} from '../support/gateway-harness.ts';
 import { waitFor } from '../support/wait-for.ts';
 
 // A long window: within the test nothing refills a whole unit, so Remaining counts charges exactly.
@@ -13,14 +16,7 @@ const LIMIT = 100;
 const LIMITS = `[{ id: requests, routes: ["*"], cost: requests, limit: ${LIMIT}, windowSeconds: 3600 }]`;
 const REFUSED_CREATES = 30;
 
-let redis: RedisServer | undefined;
-let harness: GatewayHarness | undefined;
-afterEach(async () => {
-  await harness?.close();
-  await redis?.stop();
-  harness = undefined;
-  redis = undefined;
-});
+const startGatewayOnRedis = useGatewayOnRedisPerTest();
 
 async function create(gateway: GatewayHarness, requestId: string) {
   const response = await fetch(`${gateway.url}/v1/images/generations`, {
@@ -35,10 +31,10 @@ async function create(gateway: GatewayHarness, requestId: string) {
   };
 }
 
-async function startFailClosed(): Promise<{ redis: RedisServer; harness: GatewayHarness }> {
-  redis = await startRedisServer(['--enable-debug-command', 'yes']);
-  harness = await startGatewayHarness({
-    storeYaml: `{ kind: redis, failMode: closed, redis: { url: "${redis.url}", commandTimeoutMs: 100 } }`,
+async function startFailClosed(): Promise<GatewayOnRedis> {
+  const { redis, harness } = await startGatewayOnRedis({
+    redisArgs: ['--enable-debug-command', 'yes'],
+    storeYaml: (url) => `{ kind: redis, failMode: closed, redis: { url: "${url}", commandTimeoutMs: 100 } }`,
     alphaLimitsYaml: LIMITS,
   });
   // The first create teaches the gateway the store's clock, as any earlier traffic would.

@@ -2,33 +2,23 @@
 // cannot stand behind, fail-closed answers 503 store_unavailable (and readiness drops), and both come
 // back by themselves when Redis does. No request waits on a dead store.
 import pino from 'pino';
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { buildAdminApp } from '../../src/admin/app.ts';
 import { createReadiness } from '../../src/admin/readiness.ts';
-import { startGatewayHarness, type GatewayHarness } from '../support/gateway-harness.ts';
-import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
+import { useGatewayOnRedisPerTest, type GatewayHarness } from '../support/gateway-harness.ts';
 import { waitFor } from '../support/wait-for.ts';
 
 const LIMITS = '[{ id: requests, routes: ["*"], cost: requests, limit: 1000, windowSeconds: 60 }]';
 // commandTimeoutMs is 100 by default; a request may wait that long once, never more.
 const SLOWEST_ACCEPTABLE_MS = 600;
 
-let redis: RedisServer | undefined;
-let harness: GatewayHarness | undefined;
-afterEach(async () => {
-  await harness?.close();
-  await redis?.stop();
-  harness = undefined;
-  redis = undefined;
-});
+const startGatewayOnRedis = useGatewayOnRedisPerTest();
 
-async function start(failMode: 'open' | 'closed') {
-  redis = await startRedisServer();
-  harness = await startGatewayHarness({
-    storeYaml: `{ kind: redis, failMode: ${failMode}, redis: { url: "${redis.url}" } }`,
+function start(failMode: 'open' | 'closed') {
+  return startGatewayOnRedis({
+    storeYaml: (url) => `{ kind: redis, failMode: ${failMode}, redis: { url: "${url}" } }`,
     alphaLimitsYaml: LIMITS,
   });
-  return { redis, harness };
 }
 
 async function timedCall(gateway: GatewayHarness) {
@@ -127,15 +117,15 @@ describe('Redis killed and restarted', () => {
 });
 
 test('Redis frozen (DEBUG SLEEP): no request waits much longer than the command timeout', async () => {
-  redis = await startRedisServer(['--enable-debug-command', 'yes']);
-  harness = await startGatewayHarness({
-    storeYaml: `{ kind: redis, failMode: open, redis: { url: "${redis.url}" } }`,
+  const { redis, harness } = await startGatewayOnRedis({
+    redisArgs: ['--enable-debug-command', 'yes'],
+    storeYaml: (url) => `{ kind: redis, failMode: open, redis: { url: "${url}" } }`,
     alphaLimitsYaml: LIMITS,
   });
   await timedCall(harness);
   const sleeper = redis.client();
   const frozen = sleeper.call('DEBUG', 'SLEEP', '2');
-  const during = await Promise.all(Array.from({ length: 10 }, () => timedCall(harness!)));
+  const during = await Promise.all(Array.from({ length: 10 }, () => timedCall(harness)));
   for (const { response, ms } of during) {
     expect(response.status).toBe(200);
     expect(ms).toBeLessThan(SLOWEST_ACCEPTABLE_MS);

@@ -6,7 +6,7 @@
 // token and never a tenant key.
 import type { Socket } from 'node:net';
 import { Writable } from 'node:stream';
-import { afterAll, beforeAll, beforeEach } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import pino from 'pino';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.ts';
@@ -19,6 +19,7 @@ import { startSimulator } from '../../src/simulator/server.ts';
 import { openStore } from '../../src/store/from-config.ts';
 import { createUpstreamClient, upstreamClientOptions } from '../../src/upstream/client.ts';
 import type { ReceivedRequest } from '../../src/simulator/record.ts';
+import { startRedisServer, type RedisServer } from './redis-server.ts';
 import {
   CANARY_UPSTREAM_TOKENS,
   canaryTenantKey,
@@ -296,4 +297,37 @@ export function useGatewayHarness(options: HarnessOptions = {}): GatewayHarness 
       return Reflect.get(started, property) as unknown;
     },
   });
+}
+
+export interface GatewayOnRedisOptions extends Omit<HarnessOptions, 'storeYaml'> {
+  /** Arguments for redis-server, e.g. `['--enable-debug-command', 'yes']` for DEBUG SLEEP. */
+  redisArgs?: string[];
+  /** The `store:` mapping (flow style), given the URL of the test's own Redis. */
+  storeYaml: (redisUrl: string) => string;
+}
+
+export interface GatewayOnRedis {
+  redis: RedisServer;
+  harness: GatewayHarness;
+}
+
+/**
+ * For tests that break the store: returns a function that starts, inside a test, a Redis of its own
+ * and a harness gateway whose store it is. Both are stopped after that test, whatever it did to them.
+ */
+export function useGatewayOnRedisPerTest(): (options: GatewayOnRedisOptions) => Promise<GatewayOnRedis> {
+  let redis: RedisServer | undefined;
+  let harness: GatewayHarness | undefined;
+  afterEach(async () => {
+    await harness?.close();
+    await redis?.stop();
+    harness = undefined;
+    redis = undefined;
+  });
+  return async ({ redisArgs = [], storeYaml, ...harnessOptions }) => {
+    const started = await startRedisServer(redisArgs);
+    redis = started;
+    harness = await startGatewayHarness({ ...harnessOptions, storeYaml: storeYaml(started.url) });
+    return { redis: started, harness };
+  };
 }
