@@ -8,29 +8,26 @@ import { describe, expect, test } from 'vitest';
 import { HOSTILE_SHAPES, PLAIN_SHAPE } from '../../bench/hostile-bodies.ts';
 import { MAX_EXPLAINED_PROBLEMS } from '../../src/maxai/validator.ts';
 import { MAX_JSON_VALUES } from '../../src/validation/json-structure.ts';
-import { useGatewayHarness } from '../support/gateway-harness.ts';
 import {
-  GENEROUS_UPSTREAM_REQUESTS_PER_MINUTE,
   IMAGES,
+  NOT_UTF8_JSON,
   errorBody,
   expectForwardedVerbatim,
   expectRefused,
+  invalidJson,
   parameterError,
   postJson,
+  useValidationGateway,
 } from '../validation/validation-client.ts';
 
-const harness = useGatewayHarness({ simulatorRequestsPerMinute: GENEROUS_UPSTREAM_REQUESTS_PER_MINUTE });
+const harness = useValidationGateway();
 
 const MEBIBYTE = 1_048_576;
-const NOT_UTF8_JSON = 'the request body is not valid UTF-8 JSON';
 const TOO_MANY_VALUES = `the request body holds more than ${MAX_JSON_VALUES} values`;
 const TOO_DEEP = 'the request body nests deeper than 32 levels';
 // Refused from the headers alone (src/gateway/request-target.ts), before the body is read.
 const COMPRESSED = 'compressed request bodies are not accepted';
 const NOT_UTF8_MEDIA = 'request bodies must be application/json in UTF-8';
-
-const invalidJson = (message: string, param?: string) =>
-  errorBody(400, 'invalid_json', message, param === undefined ? {} : { param });
 
 async function expectStillServing(): Promise<void> {
   harness.simulator.clearReceived();

@@ -2,19 +2,18 @@
 // or not the policy rewrote the body, and every integer type and range is judged on the exact decimal
 // value. Through a real listening gateway; the simulator records what the upstream received.
 import { describe, expect, test } from 'vitest';
-import { sentWithAssignedRequestId, useGatewayHarness } from '../support/gateway-harness.ts';
+import { sentWithAssignedRequestId } from '../support/gateway-harness.ts';
 import {
-  GENEROUS_UPSTREAM_REQUESTS_PER_MINUTE,
   IMAGES,
   VIDEOS,
   expectForwardedVerbatim,
   expectRefused,
   parameterError,
   postJson,
+  useValidationGateway,
 } from '../validation/validation-client.ts';
 
-const harness = useGatewayHarness({
-  simulatorRequestsPerMinute: GENEROUS_UPSTREAM_REQUESTS_PER_MINUTE,
+const harness = useValidationGateway({
   alphaPolicyYaml: '{ samples: { maximum: 4 }, video: { maxDurationSeconds: 10 } }',
 });
 

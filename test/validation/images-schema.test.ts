@@ -3,18 +3,17 @@
 // reaches it byte for byte.
 import { randomUUID } from 'node:crypto';
 import { describe, expect, test } from 'vitest';
-import { useGatewayHarness } from '../support/gateway-harness.ts';
 import {
-  GENEROUS_UPSTREAM_REQUESTS_PER_MINUTE,
   IMAGES,
   errorBody,
   expectForwardedVerbatim,
   expectRefused,
   parameterError,
   postJson,
+  useValidationGateway,
 } from './validation-client.ts';
 
-const harness = useGatewayHarness({ simulatorRequestsPerMinute: GENEROUS_UPSTREAM_REQUESTS_PER_MINUTE });
+const harness = useValidationGateway();
 
 /** `{"dimensions":{"width":127}}` from `dimensions.width` and `127`, the value kept as raw JSON text. */
 function bodyWith(path: string, valueJson: string): string {

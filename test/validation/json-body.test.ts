@@ -3,24 +3,18 @@
 // anything is forwarded; an accepted body reaches the upstream byte for byte.
 import { describe, expect, test } from 'vitest';
 import { parseJsonBody } from '../../src/validation/json-body.ts';
-import { useGatewayHarness } from '../support/gateway-harness.ts';
 import {
-  GENEROUS_UPSTREAM_REQUESTS_PER_MINUTE,
   IMAGES,
+  NOT_UTF8_JSON,
   VIDEOS,
-  errorBody,
   expectForwardedVerbatim,
   expectRefused,
+  invalidJson,
   postJson,
+  useValidationGateway,
 } from './validation-client.ts';
 
-const harness = useGatewayHarness({ simulatorRequestsPerMinute: GENEROUS_UPSTREAM_REQUESTS_PER_MINUTE });
-
-const NOT_UTF8_JSON = 'the request body is not valid UTF-8 JSON';
-
-function invalidJson(message: string, param?: string) {
-  return errorBody(400, 'invalid_json', message, param === undefined ? {} : { param });
-}
+const harness = useValidationGateway();
 
 async function expectInvalidJson(body: string | Uint8Array, message: string, param?: string, path = IMAGES) {
   expectRefused(harness, await postJson(harness, path, body), invalidJson(message, param));

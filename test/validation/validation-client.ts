@@ -2,13 +2,23 @@
 // refused it with a whole, exact error body and nothing reached the upstream, or that the upstream
 // received the very bytes the client sent.
 import { expect } from 'vitest';
-import { sentWithAssignedRequestId, type GatewayHarness } from '../support/gateway-harness.ts';
+import {
+  sentWithAssignedRequestId,
+  useGatewayHarness,
+  type GatewayHarness,
+  type HarnessOptions,
+} from '../support/gateway-harness.ts';
 
 export const IMAGES = '/v1/images/generations';
 export const VIDEOS = '/v1/videos/generations';
 
 /** Enough upstream room for a whole table of accepted cases against one simulator account. */
-export const GENEROUS_UPSTREAM_REQUESTS_PER_MINUTE = 100_000;
+const GENEROUS_UPSTREAM_REQUESTS_PER_MINUTE = 100_000;
+
+/** One gateway for the test file (useGatewayHarness) whose upstream accepts every case the file sends. */
+export function useValidationGateway(options: HarnessOptions = {}): GatewayHarness {
+  return useGatewayHarness({ simulatorRequestsPerMinute: GENEROUS_UPSTREAM_REQUESTS_PER_MINUTE, ...options });
+}
 
 export interface GatewayAnswer {
   status: number;
@@ -37,6 +47,13 @@ export interface ErrorExtras {
 
 export function errorBody(status: number, code: string, message: string, extras: ErrorExtras = {}) {
   return { status, error: { code, type: 'validation_error', message, ...extras } };
+}
+
+export const NOT_UTF8_JSON = 'the request body is not valid UTF-8 JSON';
+
+/** 400 invalid_json, naming the member at fault where there is one. */
+export function invalidJson(message: string, param?: string) {
+  return errorBody(400, 'invalid_json', message, param === undefined ? {} : { param });
 }
 
 /** 400 invalid_parameter (or unknown_parameter) naming one field, as the contract's example shows. */

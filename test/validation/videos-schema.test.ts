@@ -3,18 +3,17 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, test } from 'vitest';
 import { VIDEO_SIZES } from '../../src/maxai/schemas.ts';
-import { useGatewayHarness } from '../support/gateway-harness.ts';
 import {
-  GENEROUS_UPSTREAM_REQUESTS_PER_MINUTE,
   VIDEOS,
   errorBody,
   expectForwardedVerbatim,
   expectRefused,
   parameterError,
   postJson,
+  useValidationGateway,
 } from './validation-client.ts';
 
-const harness = useGatewayHarness({ simulatorRequestsPerMinute: GENEROUS_UPSTREAM_REQUESTS_PER_MINUTE });
+const harness = useValidationGateway();
 
 const PUBLISHED_SIZES = VIDEO_SIZES.map(({ width, height }) => `${width}x${height}`).join(', ');
 
