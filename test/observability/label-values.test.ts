@@ -3,12 +3,8 @@
 // go through a real gateway; then every label of every gengate_* series on GET /metrics must be a value
 // this file derives from those sources, and no canary the requests carried may appear anywhere.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, expect, test } from 'vitest';
-import type { FastifyInstance } from 'fastify';
-import pino from 'pino';
+import { expect, test } from 'vitest';
 import packageJson from '../../package.json' with { type: 'json' };
-import { buildAdminApp } from '../../src/admin/app.ts';
-import { createReadiness } from '../../src/admin/readiness.ts';
 import { ROUTE_IDS } from '../../src/config/route-ids.ts';
 import {
   CONFIG_RELOAD_RESULTS,
@@ -18,7 +14,7 @@ import {
 import { POLICY_RULES } from '../../src/policy/outcome.ts';
 import { EXACT_DECISIONS, STORE_OPERATIONS } from '../../src/ratelimit/metrics.ts';
 import { routeSchemaFor } from '../../src/validation/request-schemas.ts';
-import { startGatewayHarness, type GatewayHarness } from '../support/gateway-harness.ts';
+import { useGatewayHarness, useMetricsScraper } from '../support/gateway-harness.ts';
 import { sendRaw } from '../support/raw-http.ts';
 
 const IMAGES = '/v1/images/generations';
@@ -34,20 +30,8 @@ const INJECTIONS = [
 const LIMITS = '[{ id: per-minute, routes: ["*"], cost: requests, limit: 1000, windowSeconds: 60 }]';
 const POLICY = '{ samples: { maximum: 2, onViolation: clamp }, outputTypes: [url] }';
 
-let harness: GatewayHarness;
-let admin: FastifyInstance;
-beforeAll(async () => {
-  harness = await startGatewayHarness({ alphaLimitsYaml: LIMITS, alphaPolicyYaml: POLICY });
-  admin = buildAdminApp({
-    logger: pino({ level: 'silent' }),
-    metrics: harness.metrics,
-    readiness: createReadiness(),
-  });
-});
-afterAll(async () => {
-  await admin.close();
-  await harness.close();
-});
+const harness = useGatewayHarness({ alphaLimitsYaml: LIMITS, alphaPolicyYaml: POLICY });
+const admin = useMetricsScraper(harness);
 
 /** The label values allowed for each label name: from the harness' configuration and fixed sets only. */
 const ALLOWED: Record<string, (value: string) => boolean> = {
@@ -195,7 +179,7 @@ async function sendHostileTraffic(): Promise<void> {
 
 test('after hostile requests, every gengate_* label value comes from configuration, routes or a fixed set', async () => {
   await sendHostileTraffic();
-  const response = await admin.inject({ method: 'GET', url: '/metrics' });
+  const response = await admin.scrape();
   expect(response.statusCode).toBe(200);
   expect(response.body).not.toContain(CANARY);
   const samples = parseExposition(response.body).filter((sample) => sample.name.startsWith('gengate_'));

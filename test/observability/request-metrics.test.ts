@@ -3,13 +3,9 @@
 // exposition to the format prom-client's own classes give: one series per label set, histograms with
 // cumulative buckets, +Inf, _sum and _count.
 import { getHeapStatistics } from 'node:v8';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { beforeAll, describe, expect, test } from 'vitest';
 import packageJson from '../../package.json' with { type: 'json' };
-import type { FastifyInstance } from 'fastify';
-import pino from 'pino';
-import { buildAdminApp } from '../../src/admin/app.ts';
-import { createReadiness } from '../../src/admin/readiness.ts';
-import { startGatewayHarness, type GatewayHarness } from '../support/gateway-harness.ts';
+import { useGatewayHarness, useMetricsScraper } from '../support/gateway-harness.ts';
 import { waitFor } from '../support/wait-for.ts';
 
 const IMAGES = '/v1/images/generations';
@@ -19,20 +15,8 @@ const LIMITS =
 
 const UNKNOWN_REQUEST_ID = '0b7e4c1a-5d2f-4a8b-9c3e-6f1d2a7b8c9d';
 
-let harness: GatewayHarness;
-let admin: FastifyInstance;
-beforeAll(async () => {
-  harness = await startGatewayHarness({ alphaLimitsYaml: LIMITS });
-  admin = buildAdminApp({
-    logger: pino({ level: 'silent' }),
-    metrics: harness.metrics,
-    readiness: createReadiness(),
-  });
-});
-afterAll(async () => {
-  await admin.close();
-  await harness.close();
-});
+const harness = useGatewayHarness({ alphaLimitsYaml: LIMITS });
+const admin = useMetricsScraper(harness);
 
 function send(path: string, init: { method?: string; key?: string; body?: string } = {}) {
   return fetch(`${harness.url}${path}`, {
@@ -47,7 +31,7 @@ function send(path: string, init: { method?: string; key?: string; body?: string
 
 /** The exposition's lines for one metric family, without HELP and TYPE. */
 async function seriesOf(name: string): Promise<string[]> {
-  const response = await admin.inject({ method: 'GET', url: '/metrics' });
+  const response = await admin.scrape();
   expect(response.statusCode).toBe(200);
   return response.body
     .split('\n')
@@ -55,7 +39,7 @@ async function seriesOf(name: string): Promise<string[]> {
 }
 
 async function typeOf(name: string): Promise<string | undefined> {
-  const response = await admin.inject({ method: 'GET', url: '/metrics' });
+  const response = await admin.scrape();
   return response.body.split('\n').find((line) => line.startsWith(`# TYPE ${name} `));
 }
 
@@ -207,7 +191,7 @@ describe('per-request metrics on GET /metrics', () => {
     expect(await seriesOf('gengate_build_info')).toEqual([
       `gengate_build_info{version="${packageJson.version}",node_version="${process.versions.node}"} 1`,
     ]);
-    const response = await admin.inject({ method: 'GET', url: '/metrics' });
+    const response = await admin.scrape();
     expect(response.body).toContain(
       `\ngengate_heap_size_limit_bytes ${getHeapStatistics().heap_size_limit}\n`,
     );
@@ -216,7 +200,7 @@ describe('per-request metrics on GET /metrics', () => {
 
 describe('gengate_inflight_requests', () => {
   async function inflight(): Promise<number> {
-    const response = await admin.inject({ method: 'GET', url: '/metrics' });
+    const response = await admin.scrape();
     const line = response.body.split('\n').find((each) => each.startsWith('gengate_inflight_requests '));
     if (line === undefined) throw new Error('gengate_inflight_requests is not exposed');
     return Number(line.slice('gengate_inflight_requests '.length));

@@ -9,6 +9,8 @@ import { Writable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import pino from 'pino';
 import type { FastifyInstance } from 'fastify';
+import { buildAdminApp } from '../../src/admin/app.ts';
+import { createReadiness } from '../../src/admin/readiness.ts';
 import { buildApp } from '../../src/app.ts';
 import { createTenantDirectory } from '../../src/auth/tenant-directory.ts';
 import { parseConfigText } from '../../src/config/load.ts';
@@ -329,5 +331,34 @@ export function useGatewayOnRedisPerTest(): (options: GatewayOnRedisOptions) => 
     redis = started;
     harness = await startGatewayHarness({ ...harnessOptions, storeYaml: storeYaml(started.url) });
     return { redis: started, harness };
+  };
+}
+
+export interface MetricsScraper {
+  /** GET /metrics on the gateway's admin server, as Prometheus reads it. */
+  scrape(): Promise<{ statusCode: number; body: string }>;
+}
+
+/**
+ * The admin server of a harness gateway (from useGatewayHarness), built before the file's tests and
+ * closed after them, for reading the gateway's metrics the way Prometheus does.
+ */
+export function useMetricsScraper(harness: GatewayHarness): MetricsScraper {
+  let admin: FastifyInstance | undefined;
+  beforeAll(() => {
+    admin = buildAdminApp({
+      logger: pino({ level: 'silent' }),
+      metrics: harness.metrics,
+      readiness: createReadiness(),
+    });
+  });
+  afterAll(async () => {
+    await admin?.close();
+  });
+  return {
+    async scrape() {
+      if (admin === undefined) throw new Error('the admin server is used outside a test');
+      return admin.inject({ method: 'GET', url: '/metrics' });
+    },
   };
 }
