@@ -13,6 +13,11 @@ interface CommandResult {
   stderr: string;
 }
 
+/** What check-config answers for a file it refuses: exit code 2, the file's name, one problem a line. */
+function refusedConfig(path: string, problems: string[]): CommandResult {
+  return { code: 2, stdout: '', stderr: [`${path}: invalid configuration`, ...problems, ''].join('\n') };
+}
+
 function runGengate(args: string[]): Promise<CommandResult> {
   return new Promise((resolve, reject) => {
     // --silent keeps npm's own banner and warnings out of the command's output.
@@ -54,18 +59,14 @@ describe('gengate check-config', () => {
       path,
       'server: { port: -1, colour: blue }\nlogging: { level: loud }\ntenants:\n  - { id: a, credential: none, keys: [] }\n',
     );
-    expect(await runGengate(['check-config', '--config', path])).toEqual({
-      code: 2,
-      stdout: '',
-      stderr: [
-        `${path}: invalid configuration`,
+    expect(await runGengate(['check-config', '--config', path])).toEqual(
+      refusedConfig(path, [
         'server: unknown key "colour"',
         'server.port: must be at least 0',
         'logging.level: must be one of fatal, error, warn, info, debug, trace, silent',
         'tenants[0].credential: unknown credential "none" (upstream.credentials: none is configured)',
-        '',
-      ].join('\n'),
-    });
+      ]),
+    );
   });
 
   // Variables no test environment sets.
@@ -92,19 +93,15 @@ describe('gengate check-config', () => {
         '',
       ].join('\n'),
     );
-    expect(await runGengate(['check-config', '--config', path])).toEqual({
-      code: 2,
-      stdout: '',
-      stderr: [
-        `${path}: invalid configuration`,
+    expect(await runGengate(['check-config', '--config', path])).toEqual(
+      refusedConfig(path, [
         `store.redis.keyPrefix: environment variable ${UNSET_PREFIX} is not set`,
         'server.port: must be an integer',
         'tenants[1].credential: unknown credential "archive" (upstream.credentials: configured: research, shared)',
         `upstream.credentials.research.env: environment variable ${UNSET_TOKEN} is not set`,
         `upstream.credentials.shared.file: ${join(folder, 'secrets/shared.token')}: cannot read the file (ENOENT)`,
-        '',
-      ].join('\n'),
-    });
+      ]),
+    );
   });
 
   it('--skip-credentials passes a file whose only problems are its absent credentials', async () => {
@@ -120,42 +117,34 @@ describe('gengate check-config', () => {
       stdout: 'config OK: 1 tenant\n',
       stderr: '',
     });
-    expect(await runGengate(['check-config', '--config', path])).toEqual({
-      code: 2,
-      stdout: '',
-      stderr: [
-        `${path}: invalid configuration`,
+    expect(await runGengate(['check-config', '--config', path])).toEqual(
+      refusedConfig(path, [
         `upstream.credentials.research.env: environment variable ${UNSET_TOKEN} is not set`,
         `upstream.credentials.shared.file: ${join(folder, 'secrets/shared.token')}: cannot read the file (ENOENT)`,
-        '',
-      ].join('\n'),
-    });
+      ]),
+    );
   });
 
   it('refuses an empty document with exit code 2', async () => {
     const path = join(folder, 'empty.yaml');
     await writeFile(path, '# rendered from an empty values file\n');
-    expect(await runGengate(['check-config', '--config', path])).toEqual({
-      code: 2,
-      stdout: '',
-      stderr: `${path}: invalid configuration\n(root): the configuration is empty\n`,
-    });
+    expect(await runGengate(['check-config', '--config', path])).toEqual(
+      refusedConfig(path, ['(root): the configuration is empty']),
+    );
   });
 
   it('reports a missing file and a YAML syntax error with exit code 2', async () => {
     const absent = join(folder, 'absent.yaml');
-    expect(await runGengate(['check-config', '--config', absent])).toEqual({
-      code: 2,
-      stdout: '',
-      stderr: `${absent}: invalid configuration\n${absent}: cannot read the configuration file: no such file\n`,
-    });
+    expect(await runGengate(['check-config', '--config', absent])).toEqual(
+      refusedConfig(absent, [`${absent}: cannot read the configuration file: no such file`]),
+    );
     const broken = join(folder, 'broken.yaml');
     await writeFile(broken, 'server: { port: 8080\n');
-    expect(await runGengate(['check-config', '--config', broken])).toEqual({
-      code: 2,
-      stdout: '',
-      stderr: `${broken}: invalid configuration\nline 2, column 1: Flow map in block collection must be sufficiently indented and end with a }\n`,
-    });
+    expect(await runGengate(['check-config', '--config', broken])).toEqual(
+      refusedConfig(broken, [
+        'line 2, column 1: Flow map in block collection must be sufficiently indented and end with a }',
+      ]),
+    );
   });
 
   it('requires --config', async () => {
