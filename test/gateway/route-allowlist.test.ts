@@ -4,18 +4,11 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, test } from 'vitest';
 import { useGatewayHarness } from '../support/gateway-harness.ts';
 import { sendRaw } from '../support/raw-http.ts';
+import { ROUTE_NOT_FOUND } from '../support/route-not-found.ts';
 
 const harness = useGatewayHarness();
 
 const ID = randomUUID();
-const NOT_FOUND = {
-  status: 404,
-  error: {
-    code: 'route_not_found',
-    type: 'not_found_error',
-    message: 'no such route; see the route table in the docs',
-  },
-};
 
 describe('request targets that are not in the table get 404 route_not_found', () => {
   test.each([
@@ -50,7 +43,7 @@ describe('request targets that are not in the table get 404 route_not_found', ()
       authorization: `Bearer ${harness.keys.beta}`,
     });
     expect(response.status).toBe(404);
-    expect(JSON.parse(response.body)).toEqual(NOT_FOUND);
+    expect(JSON.parse(response.body)).toEqual(ROUTE_NOT_FOUND);
     expect(harness.simulator.received).toEqual([]);
   });
 
@@ -62,7 +55,7 @@ describe('request targets that are not in the table get 404 route_not_found', ()
       authorization: `Bearer ${harness.keys.beta}`,
     });
     expect(response.status).toBe(404);
-    expect(JSON.parse(response.body)).toEqual(NOT_FOUND);
+    expect(JSON.parse(response.body)).toEqual(ROUTE_NOT_FOUND);
   });
 
   test('an absolute-form request target', async () => {

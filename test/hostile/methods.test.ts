@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, test } from 'vitest';
 import { useGatewayHarness } from '../support/gateway-harness.ts';
+import { ROUTE_NOT_FOUND } from '../support/route-not-found.ts';
 import { exchangeRaw } from '../support/raw-exchange.ts';
 
 const harness = useGatewayHarness();
@@ -73,15 +74,6 @@ describe('a known path with another method: 405 with Allow', () => {
 });
 
 describe('any other target: 404 route_not_found, whatever the method', () => {
-  const NOT_FOUND = {
-    status: 404,
-    error: {
-      code: 'route_not_found',
-      type: 'not_found_error',
-      message: 'no such route; see the route table in the docs',
-    },
-  };
-
   test.each([
     ['TRACE', '/v1/images/edits'],
     ['FOO', '/nowhere'],
@@ -89,7 +81,7 @@ describe('any other target: 404 route_not_found, whatever the method', () => {
     ['CONNECT', '/v1/account/keys?x=1'],
     ['PROPFIND', '/v1/account/%6beys'],
   ])('%s %s', async (method, target) => {
-    expect(await send(method, target)).toEqual({ status: 404, allow: undefined, body: NOT_FOUND });
+    expect(await send(method, target)).toEqual({ status: 404, allow: undefined, body: ROUTE_NOT_FOUND });
   });
 
   test('decided on the head: a body Fastify would refuse (415) does not change the answer', async () => {
@@ -103,7 +95,7 @@ describe('any other target: 404 route_not_found, whatever the method', () => {
     );
     expect(exchange.answers.map((answer) => [answer.status, JSON.parse(answer.body) as unknown])).toEqual([
       [405, methodNotAllowed('PUT', 'POST')],
-      [404, NOT_FOUND],
+      [404, ROUTE_NOT_FOUND],
     ]);
   });
 
