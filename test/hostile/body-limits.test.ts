@@ -5,12 +5,11 @@
 import { afterEach, describe, expect, test } from 'vitest';
 import { useGatewayHarness } from '../support/gateway-harness.ts';
 import { exchangeRaw } from '../support/raw-exchange.ts';
-import { answerToUnfinishedUpload } from '../validation/unfinished-upload.ts';
+import { IMAGES, postUnfinishedJson } from '../validation/validation-client.ts';
 
 const BODY_LIMIT_BYTES = 1024;
 const harness = useGatewayHarness({ bodyLimitBytes: BODY_LIMIT_BYTES });
 
-const IMAGES = '/v1/images/generations';
 const UUID = /^[0-9a-f-]{36}$/;
 const TOO_LARGE = {
   status: 413,
@@ -35,16 +34,7 @@ describe('413 payload_too_large, before the body is whole', () => {
     ['a Content-Length of 1 GB, no body sent', String(1024 ** 3)],
     ['a Content-Length beyond 2^53, no body sent', '9007199254740993'],
   ])('%s', async (_name, contentLength) => {
-    const answer = await answerToUnfinishedUpload(
-      harness.url,
-      IMAGES,
-      {
-        authorization: `Bearer ${harness.keys.alpha}`,
-        'content-type': 'application/json',
-        'content-length': contentLength,
-      },
-      '',
-    );
+    const answer = await postUnfinishedJson(harness, IMAGES, { 'content-length': contentLength }, '');
     expect({ status: answer.status, body: JSON.parse(answer.body) as unknown }).toEqual({
       status: 413,
       body: TOO_LARGE,
@@ -73,14 +63,10 @@ describe('413 payload_too_large, before the body is whole', () => {
 
   test('a chunked upload, as soon as it passes the limit (its end never sent)', async () => {
     const chunk = `${(600).toString(16)}\r\n${' '.repeat(600)}\r\n`;
-    const answer = await answerToUnfinishedUpload(
-      harness.url,
+    const answer = await postUnfinishedJson(
+      harness,
       IMAGES,
-      {
-        authorization: `Bearer ${harness.keys.alpha}`,
-        'content-type': 'application/json',
-        'transfer-encoding': 'chunked',
-      },
+      { 'transfer-encoding': 'chunked' },
       chunk + chunk,
     );
     expect({ status: answer.status, body: JSON.parse(answer.body) as unknown }).toEqual({

@@ -5,7 +5,6 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, test } from 'vitest';
 import { useGatewayHarness } from '../support/gateway-harness.ts';
 import { sendRaw } from '../support/raw-http.ts';
-import { answerToUnfinishedUpload } from './unfinished-upload.ts';
 import {
   IMAGES,
   VIDEOS,
@@ -13,6 +12,7 @@ import {
   expectForwardedVerbatim,
   expectRefused,
   postJson,
+  postUnfinishedJson,
 } from './validation-client.ts';
 
 const BODY_LIMIT_BYTES = 1024;
@@ -116,14 +116,10 @@ describe('body limit', () => {
   });
 
   test('a Content-Length over the limit is refused before any of the body is sent', async () => {
-    const response = await answerToUnfinishedUpload(
-      harness.url,
+    const response = await postUnfinishedJson(
+      harness,
       IMAGES,
-      {
-        authorization: `Bearer ${harness.keys.alpha}`,
-        'content-type': 'application/json',
-        'content-length': String(1024 * 1024 * 1024),
-      },
+      { 'content-length': String(1024 * 1024 * 1024) },
       '',
     );
     expect(response.status).toBe(413);
@@ -134,16 +130,7 @@ describe('body limit', () => {
   test('a chunked upload is refused as soon as it passes the limit, before it ends', async () => {
     const chunk = 'x'.repeat(700);
     const chunked = `${(700).toString(16)}\r\n${chunk}\r\n`.repeat(2); // no final 0-length chunk
-    const response = await answerToUnfinishedUpload(
-      harness.url,
-      IMAGES,
-      {
-        authorization: `Bearer ${harness.keys.alpha}`,
-        'content-type': 'application/json',
-        'transfer-encoding': 'chunked',
-      },
-      chunked,
-    );
+    const response = await postUnfinishedJson(harness, IMAGES, { 'transfer-encoding': 'chunked' }, chunked);
     expect(response.status).toBe(413);
     expect(JSON.parse(response.body)).toEqual(TOO_LARGE);
     expect(harness.simulator.received).toEqual([]);

@@ -8,6 +8,7 @@ import {
   type GatewayHarness,
   type HarnessOptions,
 } from '../support/gateway-harness.ts';
+import { answerToUnfinishedUpload, type EarlyResponse } from './unfinished-upload.ts';
 
 export const IMAGES = '/v1/images/generations';
 export const VIDEOS = '/v1/videos/generations';
@@ -38,6 +39,21 @@ export async function postJson(
     body,
   });
   return { status: response.status, headers: response.headers, text: await response.text() };
+}
+
+/**
+ * A JSON POST from alpha of which only `partialBody` is ever sent, framed by `framing` (its
+ * Content-Length or Transfer-Encoding header): an answer proves the gateway decided before the body was
+ * whole.
+ */
+export function postUnfinishedJson(
+  harness: GatewayHarness,
+  path: string,
+  framing: Record<string, string>,
+  partialBody: string,
+): Promise<EarlyResponse> {
+  const headers = { authorization: `Bearer ${harness.keys.alpha}`, 'content-type': 'application/json' };
+  return answerToUnfinishedUpload(harness.url, path, { ...headers, ...framing }, partialBody);
 }
 
 export interface ErrorExtras {
