@@ -1,0 +1,225 @@
+// Contract section 9 under load: each upstream fault, played while two replicas take 200 creates a second,
+// gets the contract's answer (504 upstream_timeout, 502 upstream_unavailable, the upstream's own error
+// body, 429 upstream_rate_limited with its Retry-After) and nothing else; afterwards no request is left in
+// flight and the replicas' file descriptors and memory are back where they were.
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { DEFAULT_UPSTREAM_TIMEOUT_MS } from '../../src/config/schema.ts';
+import type { Fault } from '../../src/simulator/faults.ts';
+import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
+import { waitFor } from '../support/wait-for.ts';
+import {
+  STORM_RETRY_AFTER_SECONDS,
+  startFaultyUpstream,
+  type FaultyUpstream,
+} from './support/faulty-upstream.ts';
+import { runLoad, type Outcome } from './support/load.ts';
+import { createFaultReport } from './support/report.ts';
+import { imageCreate, metricValue, startFleet, warmUp, type Fleet } from './support/replicas.ts';
+
+const RATE_PER_SECOND = 200;
+const LOAD_MS = 1_500;
+const UPSTREAM_TIMEOUT_MS = 500;
+// Longer than the gateway waits, so the gateway's bound is what ends the exchange.
+const SLOW_UPSTREAM_MS = 3 * UPSTREAM_TIMEOUT_MS;
+// What two cores shared with the load generator and the upstream add to a bounded wait.
+const MARGIN_MS = 400;
+// A few requests only, one at a time: each moves the whole cap (64 MiB by default, src/upstream/client.ts)
+// over loopback, which must fit in the upstream timeout.
+const OVERSIZED_REQUESTS = 4;
+const OVERSIZED_PER_SECOND = 2;
+// The replicas' descriptors once the faults are over: the upstream pool may keep a few more connections.
+const SPARE_DESCRIPTORS = 16;
+// Heap used may differ by garbage not yet collected, never by a retained response (the cap is 64 MiB).
+const HEAP_TOLERANCE_BYTES = 32 * 1024 * 1024;
+const KEPT_HEADERS = ['retry-after', 'content-type'];
+
+const report = createFaultReport('upstream');
+let redis: RedisServer;
+beforeAll(async () => {
+  redis = await startRedisServer();
+});
+afterAll(async () => {
+  report.write();
+  await redis.stop();
+});
+
+interface Resources {
+  descriptors: number;
+  heapUsedBytes: number;
+}
+
+async function resourcesOf(fleet: Fleet): Promise<Resources[]> {
+  return Promise.all(
+    fleet.replicas.map(async (replica) => ({
+      descriptors: await metricValue(replica, 'process_open_fds'),
+      heapUsedBytes: await metricValue(replica, 'nodejs_heap_size_used_bytes'),
+    })),
+  );
+}
+
+async function loadThrough(
+  fleet: Fleet,
+  { requests, ratePerSecond } = {
+    requests: (RATE_PER_SECOND * LOAD_MS) / 1_000,
+    ratePerSecond: RATE_PER_SECOND,
+  },
+) {
+  const urls = fleet.replicas.map((replica) => replica.gatewayUrl);
+  return runLoad({
+    ratePerSecond,
+    durationMs: (requests * 1_000) / ratePerSecond,
+    next: (index) => imageCreate(urls[index % urls.length]!, fleet.keys.load),
+    keepHeaders: KEPT_HEADERS,
+  });
+}
+
+/** Starts a fleet on `upstreamUrl`; returns it with the resources it holds once warm. */
+async function startWarmFleet(options: { upstreamUrl?: string; upstreamTimeoutMs: number }) {
+  const fleet = await startFleet(2, {
+    ...(options.upstreamUrl === undefined ? {} : { upstreamUrl: options.upstreamUrl }),
+    store: `{ kind: redis, redis: { url: "${redis.url}" } }`,
+    upstreamOptions: `timeoutMs: ${options.upstreamTimeoutMs}`,
+  });
+  await warmUp(fleet);
+  return { fleet, baseline: await resourcesOf(fleet) };
+}
+
+/** Nothing in flight, descriptors back near the baseline, heap not holding what the faults sent. */
+async function expectResourcesFlat(fleet: Fleet, baseline: Resources[], scenario: string): Promise<void> {
+  await waitFor('no request in flight', async () =>
+    (
+      await Promise.all(fleet.replicas.map((replica) => metricValue(replica, 'gengate_inflight_requests')))
+    ).every((value) => value === 0),
+  );
+  let after = await resourcesOf(fleet);
+  await waitFor('descriptors back near the baseline', async () => {
+    after = await resourcesOf(fleet);
+    return after.every((each, index) => each.descriptors <= baseline[index]!.descriptors + SPARE_DESCRIPTORS);
+  });
+  report.note(scenario, { baseline, after });
+  for (const [index, each] of after.entries()) {
+    expect(each.heapUsedBytes).toBeLessThan(baseline[index]!.heapUsedBytes + HEAP_TOLERANCE_BYTES);
+  }
+}
+
+describe('faults the simulator plays', () => {
+  let fleet: Fleet;
+  let baseline: Resources[];
+  beforeAll(async () => {
+    ({ fleet, baseline } = await startWarmFleet({ upstreamTimeoutMs: UPSTREAM_TIMEOUT_MS }));
+  });
+  afterAll(async () => {
+    await fleet.stop();
+  });
+
+  const cases: { name: string; fault: Fault; answer: string; boundMs?: number }[] = [
+    {
+      name: 'slow headers',
+      fault: { delayMs: SLOW_UPSTREAM_MS },
+      answer: '504 upstream_timeout',
+      boundMs: UPSTREAM_TIMEOUT_MS + MARGIN_MS,
+    },
+    {
+      name: 'slow body',
+      fault: { stallBody: true },
+      answer: '504 upstream_timeout',
+      boundMs: UPSTREAM_TIMEOUT_MS + MARGIN_MS,
+    },
+    {
+      name: 'connection reset before an answer',
+      fault: { dropConnection: true },
+      answer: '502 upstream_unavailable',
+    },
+    { name: 'upstream 500', fault: { status: 500 }, answer: '500 internal_error' },
+    { name: 'upstream 503', fault: { status: 503 }, answer: '503 service_unavailable' },
+  ];
+
+  test.each(cases)('$name: $answer', async ({ name, fault, answer, boundMs }) => {
+    fleet.simulator.faults.set({ ...fault, match: { method: 'POST' } });
+    let upstreamBody: string | undefined;
+    if (fault.status !== undefined) {
+      // What the upstream itself answers, to compare the passed-through bodies with byte for byte.
+      const direct = await fetch(`${fleet.simulator.url}/v1/images/generations`, {
+        method: 'POST',
+        body: '{}',
+      });
+      upstreamBody = await direct.text();
+    }
+    const outcomes = await loadThrough(fleet);
+    fleet.simulator.faults.clear();
+    const finding = report.add(name, outcomes);
+    expect(finding.answers).toEqual({ [answer]: outcomes.length });
+    if (boundMs !== undefined) expect(finding.maxMs).toBeLessThan(boundMs);
+    if (upstreamBody !== undefined) {
+      expect(new Set(outcomes.map((outcome) => outcome.body))).toEqual(new Set([upstreamBody]));
+    }
+  });
+
+  test('afterwards: nothing in flight, descriptors and heap back near where they were', async () => {
+    await expectResourcesFlat(fleet, baseline, 'simulator faults: resources');
+  });
+});
+
+describe('faults of a purpose-built upstream', () => {
+  let upstream: FaultyUpstream;
+  let fleet: Fleet;
+  let baseline: Resources[];
+  beforeAll(async () => {
+    upstream = await startFaultyUpstream();
+    // The default timeout: here the faults are immediate, and a body of the cap's size takes a while.
+    ({ fleet, baseline } = await startWarmFleet({
+      upstreamUrl: upstream.url,
+      upstreamTimeoutMs: DEFAULT_UPSTREAM_TIMEOUT_MS,
+    }));
+  });
+  afterAll(async () => {
+    await fleet.stop();
+    await upstream.close();
+  });
+
+  test('reset in the middle of the body: 502 upstream_unavailable', async () => {
+    upstream.set('reset mid-body');
+    const outcomes = await loadThrough(fleet);
+    upstream.set(undefined);
+    expect(report.add('connection reset mid-body', outcomes).answers).toEqual({
+      '502 upstream_unavailable': outcomes.length,
+    });
+  });
+
+  test('connection refused: 502 upstream_unavailable', async () => {
+    await upstream.refuse();
+    const outcomes = await loadThrough(fleet);
+    await upstream.listen();
+    expect(report.add('connection refused', outcomes).answers).toEqual({
+      '502 upstream_unavailable': outcomes.length,
+    });
+  });
+
+  test('a storm of 429s: 429 upstream_rate_limited with the upstream Retry-After', async () => {
+    upstream.set('rate limited');
+    const outcomes = await loadThrough(fleet);
+    upstream.set(undefined);
+    expect(report.add('upstream 429 storm', outcomes).answers).toEqual({
+      '429 upstream_rate_limited': outcomes.length,
+    });
+    expect(new Set(outcomes.map((outcome) => outcome.headers['retry-after']))).toEqual(
+      new Set([String(STORM_RETRY_AFTER_SECONDS)]),
+    );
+  });
+
+  test('a response larger than the cap: 502 upstream_unavailable', async () => {
+    upstream.set('oversized');
+    const outcomes = await loadThrough(fleet, {
+      requests: OVERSIZED_REQUESTS,
+      ratePerSecond: OVERSIZED_PER_SECOND,
+    });
+    upstream.set(undefined);
+    expect(report.add('response larger than the cap', outcomes).answers).toEqual({
+      '502 upstream_unavailable': outcomes.length,
+    });
+  });
+
+  test('afterwards: nothing in flight, descriptors and heap back near where they were', async () => {
+    await expectResourcesFlat(fleet, baseline, 'purpose-built upstream faults: resources');
+  });
+});
