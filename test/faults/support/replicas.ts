@@ -83,10 +83,10 @@ export async function startFleet(
   const configPath = await writeTempConfig(configText({}));
   const replicas: GatewayProcess[] = [];
   const startReplica = async (port?: number) => {
-    const replica = await startGatewayProcess(configPath, { SHARED_TOKEN: UPSTREAM_TOKEN });
-    if (port !== undefined && !replica.gatewayUrl.endsWith(`:${port}`)) {
-      throw new Error(`replica listens on ${replica.gatewayUrl}, not on port ${port}`);
-    }
+    // A replica on a port of its own reads a copy of the configuration that names it.
+    const path = port === undefined ? configPath : `${configPath}.${port}.yaml`;
+    if (port !== undefined) await writeFile(path, configText({ port }));
+    const replica = await startGatewayProcess(path, { SHARED_TOKEN: UPSTREAM_TOKEN });
     replicas.push(replica);
     return replica;
   };
