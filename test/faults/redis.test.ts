@@ -27,8 +27,10 @@ const FAULT_AFTER_MS = 800;
 const OUTAGE_SECONDS = 1.5;
 // One request in ten is the probe tenant's, whose small limit the outage must not leave miscounted.
 const PROBE_EVERY = 10;
-const COMMAND_TIMEOUT_MS = 100;
-// The store timeout plus what two cores shared with the load generator and Redis add to a request.
+// Twice the default: on two cores shared with the load generator and Redis, a healthy command now and
+// then takes over 100 ms, which would count the store down when it is not.
+const COMMAND_TIMEOUT_MS = 200;
+// The store timeout plus what such a machine adds to a request (and the generator's own stalls, below).
 const SLOWEST_ACCEPTABLE_MS = COMMAND_TIMEOUT_MS + 400;
 // Answers sent during the outage that are retried afterwards, besides every one refused.
 const RETRIED_SUCCESSES = 50;
@@ -99,7 +101,8 @@ describe.each(['open', 'closed'] as const)('fail-%s', (failMode) => {
     const probeIds = new Set<string>();
     const loadStartedAt = performance.now();
     let redisBackAtMs = Number.NaN;
-    const outcomes = await runLoad({
+    let replicasBackAtMs = Number.NaN;
+    const run = await runLoad({
       ratePerSecond: RATE_PER_SECOND,
       durationMs: LOAD_MS,
       next: (index) => {
@@ -113,9 +116,11 @@ describe.each(['open', 'closed'] as const)('fail-%s', (failMode) => {
         await waitForSeconds(FAULT_AFTER_MS / 1_000);
         await playFault(fault, redis, fleet);
         redisBackAtMs = performance.now() - loadStartedAt;
+        await waitFor('both replicas to use the store again', () => storeDegradedEverywhere(fleet, false));
+        replicasBackAtMs = performance.now() - loadStartedAt;
       },
     });
-    await waitFor('both replicas to use the store again', () => storeDegradedEverywhere(fleet, false));
+    const { outcomes } = run;
     const recoveredAt = Date.now();
 
     // Retry what the outage touched: every refused id, and some that were served meanwhile (the load
@@ -125,20 +130,21 @@ describe.each(['open', 'closed'] as const)('fail-%s', (failMode) => {
     const servedDuringOutage = loadOutcomes
       .filter((outcome) => outcome.status === 200 && outcome.sentAtMs >= FAULT_AFTER_MS)
       .slice(0, RETRIED_SUCCESSES);
-    const agent = createLoadAgent();
-    const retries = await Promise.all(
-      [...refused, ...servedDuringOutage].map(async (original, index) => {
-        const forwardedBefore = forwardedTimes(fleet, original.tag!);
-        const retry = await sendOne(
-          agent,
-          imageCreate(replicaUrls[index % replicaUrls.length]!, fleet.keys.load, original.tag),
-          RETRY_HEADERS,
-          performance.now(),
-        );
-        return { original, retry, forwardedBefore };
-      }),
-    );
-    await agent.close();
+    // At the load's rate: a burst of hundreds at once would be an overload test of its own.
+    const retried = [...refused, ...servedDuringOutage];
+    const forwardedBefore = retried.map((original) => forwardedTimes(fleet, original.tag!));
+    const { outcomes: retryOutcomes } = await runLoad({
+      ratePerSecond: RATE_PER_SECOND,
+      durationMs: (retried.length * 1_000) / RATE_PER_SECOND,
+      next: (index) =>
+        imageCreate(replicaUrls[index % replicaUrls.length]!, fleet.keys.load, retried[index]!.tag),
+      keepHeaders: RETRY_HEADERS,
+    });
+    const retries = retryOutcomes.map((retry, index) => ({
+      original: retried[index]!,
+      retry,
+      forwardedBefore: forwardedBefore[index]!,
+    }));
     const staleConflicts = retries.filter(
       ({ retry, forwardedBefore }) => retry.status === 409 && forwardedBefore === 0,
     );
@@ -151,7 +157,9 @@ describe.each(['open', 'closed'] as const)('fail-%s', (failMode) => {
         ({ retry, forwardedBefore }) => retry.status === 409 && forwardedBefore > 0,
       ).length,
       staleConflicts: staleConflicts.length,
-      other: retries.filter(({ retry }) => retry.status !== 200 && retry.status !== 409).length,
+      other: summarise(
+        retries.filter(({ retry }) => retry.status !== 200 && retry.status !== 409).map(({ retry }) => retry),
+      ).answers,
     };
 
     // One window after recovery the probe's limit is whole again and counted exactly across replicas.
@@ -173,9 +181,11 @@ describe.each(['open', 'closed'] as const)('fail-%s', (failMode) => {
     );
     await probeAgent.close();
 
-    const finding = report.add(`fail-${failMode}, Redis ${fault}`, outcomes, {
+    const finding = report.add(`fail-${failMode}, Redis ${fault}`, run, {
       faultAtMs: FAULT_AFTER_MS,
       redisBackAtMs: Math.round(redisBackAtMs),
+      // When both replicas reported the store usable again (polled every 10 ms).
+      replicasBackAtMs: Math.round(replicasBackAtMs),
       retriedAfterRecovery: retries.length,
       retryAnswers,
       probeBurstAfterOneWindow: burst.map((outcome) => outcome.status),
@@ -191,7 +201,7 @@ describe.each(['open', 'closed'] as const)('fail-%s', (failMode) => {
     for (const outcome of outcomes.filter((each) => each.status === 200)) {
       expect(isCorrectCreate(outcome)).toBe(true);
     }
-    expect(finding.maxMs).toBeLessThan(SLOWEST_ACCEPTABLE_MS);
+    expect(finding.maxMs).toBeLessThan(SLOWEST_ACCEPTABLE_MS + finding.generatorMaxStallMs);
     expect(staleConflicts.map(({ original }) => original.tag)).toEqual([]);
     for (const { original, retry } of retries.filter(({ original }) => original.status === 503)) {
       expect({ id: original.tag, status: retry.status }).toEqual({ id: original.tag, status: 200 });

@@ -3,6 +3,7 @@
 // only aggregates: its Lua response() hook sees neither a request's latency nor which request a socket
 // error belonged to, and the scenarios need both (a 503 must come within the store timeout; the ids
 // refused during an outage are retried after it).
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Agent, request } from 'undici';
 
 export interface LoadRequest {
@@ -104,9 +105,22 @@ export function createLoadAgent(): Agent {
   return new Agent({ connections: MAX_CONNECTIONS_PER_ORIGIN, pipelining: 1 });
 }
 
+export interface LoadRun {
+  outcomes: Outcome[];
+  /**
+   * The generator's own longest event-loop stall: on a machine shared with the processes under test, a
+   * latency includes it (the answer waited for the generator, not the other way round).
+   */
+  generatorMaxStallMs: number;
+}
+
+const NANOSECONDS_PER_MILLISECOND = 1e6;
+
 /** Sends `ratePerSecond` requests a second for `durationMs`, then waits for every answer. */
-export async function runLoad(spec: LoadSpec): Promise<Outcome[]> {
+export async function runLoad(spec: LoadSpec): Promise<LoadRun> {
   const agent = createLoadAgent();
+  const stalls = monitorEventLoopDelay({ resolution: 10 });
+  stalls.enable();
   const keepHeaders = spec.keepHeaders ?? [];
   const pending: Promise<Outcome>[] = [];
   const startedAt = performance.now();
@@ -127,8 +141,10 @@ export async function runLoad(spec: LoadSpec): Promise<Outcome[]> {
   });
   try {
     await Promise.all([schedule, spec.during?.()]);
-    return await Promise.all(pending);
+    const outcomes = await Promise.all(pending);
+    return { outcomes, generatorMaxStallMs: stalls.max / NANOSECONDS_PER_MILLISECOND };
   } finally {
+    stalls.disable();
     await agent.close();
   }
 }

@@ -2,7 +2,7 @@
 // printed as a table when the file ends and written to test/faults/results/<file>.json (git-ignored).
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { answerOf, summarise, type Outcome, type OutcomeSummary } from './load.ts';
+import { answerOf, summarise, type LoadRun, type OutcomeSummary } from './load.ts';
 
 const RESULTS_DIR = fileURLToPath(new URL('../results/', import.meta.url));
 
@@ -12,6 +12,7 @@ const SLOWEST_KEPT = 5;
 export interface ScenarioFinding extends OutcomeSummary {
   scenario: string;
   slowest: { sentAtMs: number; latencyMs: number; answer: string }[];
+  generatorMaxStallMs: number;
   /** Figures particular to the scenario (retries after recovery, file descriptors, …). */
   notes?: Record<string, unknown>;
 }
@@ -21,7 +22,15 @@ function fixed(value: number): string {
 }
 
 export function formatFindings(findings: readonly ScenarioFinding[]): string {
-  const header = ['scenario', 'requests', 'answered with', 'p50 ms', 'p99 ms', 'max ms'];
+  const header = [
+    'scenario',
+    'requests',
+    'answered with',
+    'p50 ms',
+    'p99 ms',
+    'max ms',
+    'generator stall ms',
+  ];
   const rows = findings.map((finding) => [
     finding.scenario,
     String(finding.requests),
@@ -32,6 +41,7 @@ export function formatFindings(findings: readonly ScenarioFinding[]): string {
     fixed(finding.p50Ms),
     fixed(finding.p99Ms),
     fixed(finding.maxMs),
+    fixed(finding.generatorMaxStallMs),
   ]);
   const widths = header.map((title, column) =>
     Math.max(title.length, ...rows.map((row) => row[column]!.length)),
@@ -43,7 +53,7 @@ export function formatFindings(findings: readonly ScenarioFinding[]): string {
 
 export interface FaultReport {
   /** Records a scenario's outcomes; returns the summary for the test's own assertions. */
-  add(scenario: string, outcomes: readonly Outcome[], notes?: Record<string, unknown>): ScenarioFinding;
+  add(scenario: string, run: LoadRun, notes?: Record<string, unknown>): ScenarioFinding;
   /** Records figures that are not about requests (descriptors, memory), printed after the table. */
   note(name: string, figures: unknown): void;
   /** Prints the table and writes the JSON file. */
@@ -57,10 +67,11 @@ export function createFaultReport(suite: string): FaultReport {
     note(name, figures) {
       notes[name] = figures;
     },
-    add(scenario, outcomes, notes) {
+    add(scenario, { outcomes, generatorMaxStallMs }, notes) {
       const finding = {
         scenario,
         ...summarise(outcomes),
+        generatorMaxStallMs: Math.round(generatorMaxStallMs),
         slowest: [...outcomes]
           .sort((a, b) => b.latencyMs - a.latencyMs)
           .slice(0, SLOWEST_KEPT)
