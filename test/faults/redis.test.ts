@@ -157,6 +157,11 @@ describe.each(['open', 'closed'] as const)('fail-%s', (failMode) => {
         ({ retry, forwardedBefore }) => retry.status === 409 && forwardedBefore > 0,
       ).length,
       staleConflicts: staleConflicts.length,
+      // Ids the upstream had already received and received again: their records did not survive.
+      forwardedAgain: retries.filter(
+        ({ original, forwardedBefore }) =>
+          forwardedBefore > 0 && forwardedTimes(fleet, original.tag!) > forwardedBefore,
+      ).length,
       other: summarise(
         retries.filter(({ retry }) => retry.status !== 200 && retry.status !== 409).map(({ retry }) => retry),
       ).answers,
