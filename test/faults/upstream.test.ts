@@ -12,7 +12,7 @@ import {
   startFaultyUpstream,
   type FaultyUpstream,
 } from './support/faulty-upstream.ts';
-import { runLoad, type Outcome } from './support/load.ts';
+import { runLoad } from './support/load.ts';
 import { createFaultReport } from './support/report.ts';
 import { imageCreate, metricValue, startFleet, warmUp, type Fleet } from './support/replicas.ts';
 

@@ -78,7 +78,12 @@ export async function startFaultyUpstream(): Promise<FaultyUpstream> {
   if (address === null || typeof address === 'string') throw new Error('no port assigned');
   const { port } = address;
   const refuse = async () => {
-    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    const closed = new Promise<void>((resolve) => {
+      // Already refusing: close() reports that it was not running, which is fine here.
+      server.close(() => {
+        resolve();
+      });
+    });
     for (const socket of sockets) socket.destroy();
     await closed;
   };
