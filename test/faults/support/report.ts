@@ -2,7 +2,7 @@
 // printed as a table when the file ends and written to test/faults/results/<file>.json (git-ignored).
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { answerOf, summarise, type LoadRun, type OutcomeSummary } from './load.ts';
+import { answerOf, summarise, type LoadRun, type Outcome, type OutcomeSummary } from './load.ts';
 
 const RESULTS_DIR = fileURLToPath(new URL('../results/', import.meta.url));
 
@@ -12,9 +12,27 @@ const SLOWEST_KEPT = 5;
 export interface ScenarioFinding extends OutcomeSummary {
   scenario: string;
   slowest: { sentAtMs: number; latencyMs: number; answer: string }[];
+  latencyBySecond: { second: number; p50Ms: number; maxMs: number }[];
   generatorMaxStallMs: number;
   /** Figures particular to the scenario (retries after recovery, file descriptors, …). */
   notes?: Record<string, unknown>;
+}
+
+const MILLISECONDS_PER_SECOND = 1_000;
+
+/** p50 and max latency of the requests sent in each second of the run: where on the timeline time went. */
+function latencyBySecond(outcomes: readonly Outcome[]): { second: number; p50Ms: number; maxMs: number }[] {
+  const bySecond = new Map<number, Outcome[]>();
+  for (const outcome of outcomes) {
+    const second = Math.floor(outcome.sentAtMs / MILLISECONDS_PER_SECOND);
+    bySecond.set(second, [...(bySecond.get(second) ?? []), outcome]);
+  }
+  return [...bySecond.entries()]
+    .sort(([a], [b]) => a - b)
+    .map(([second, sent]) => {
+      const summary = summarise(sent);
+      return { second, p50Ms: Math.round(summary.p50Ms), maxMs: Math.round(summary.maxMs) };
+    });
 }
 
 function fixed(value: number): string {
@@ -72,6 +90,7 @@ export function createFaultReport(suite: string): FaultReport {
         scenario,
         ...summarise(outcomes),
         generatorMaxStallMs: Math.round(generatorMaxStallMs),
+        latencyBySecond: latencyBySecond(outcomes),
         slowest: [...outcomes]
           .sort((a, b) => b.latencyMs - a.latencyMs)
           .slice(0, SLOWEST_KEPT)
