@@ -2,13 +2,14 @@
 // body larger than the gateway's cap, a storm of 429s, and a port that refuses connections. Every create
 // is answered as the service answers it, unless a fault is set.
 import { once } from 'node:events';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 
 export type UpstreamFault = 'reset mid-body' | 'oversized' | 'rate limited';
 
 export interface FaultyUpstream {
   url: string;
+  server: Server;
   set(fault: UpstreamFault | undefined): void;
   /** Closes the listener and every connection: the port refuses until listen() again. */
   refuse(): Promise<void>;
@@ -89,6 +90,7 @@ export async function startFaultyUpstream(): Promise<FaultyUpstream> {
   };
   return {
     url: `http://127.0.0.1:${port}`,
+    server,
     set(next) {
       fault = next;
     },
