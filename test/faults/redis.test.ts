@@ -122,7 +122,7 @@ describe.each(['open', 'closed'] as const)('fail-%s', (failMode) => {
       },
     });
     const { outcomes } = run;
-    const recoveredAt = Date.now();
+    const loadEndedAt = performance.now();
 
     // Retry what the outage touched: every refused id, and some that were served meanwhile (the load
     // tenant's: the probe's retries would meet its exhausted limit).
@@ -131,9 +131,9 @@ describe.each(['open', 'closed'] as const)('fail-%s', (failMode) => {
     const servedDuringOutage = loadOutcomes
       .filter((outcome) => outcome.status === 200 && outcome.sentAtMs >= FAULT_AFTER_MS)
       .slice(0, RETRIED_SUCCESSES);
-    // At the load's rate: a burst of hundreds at once would be an overload test of its own.
     const retried = [...refused, ...servedDuringOutage];
     const forwardedBefore = retried.map((original) => forwardedTimes(fleet, original.tag!));
+    // At the load's rate: a burst of hundreds at once would be an overload test of its own.
     const { outcomes: retryOutcomes } = await runLoad({
       ratePerSecond: RATE_PER_SECOND,
       durationMs: (retried.length * 1_000) / RATE_PER_SECOND,
@@ -168,10 +168,12 @@ describe.each(['open', 'closed'] as const)('fail-%s', (failMode) => {
       ).answers,
     };
 
-    // One window after recovery the probe's limit is whole again and counted exactly across replicas.
+    // One window after its last request of the load (the store was back by then), the probe's limit is
+    // whole again and counted exactly across replicas: nothing the outage did is left in the counters.
+    const oneWindowAfterLoad = loadEndedAt + PROBE_WINDOW_SECONDS * 1_000;
     await waitFor(
-      'one window after recovery',
-      () => Date.now() - recoveredAt >= PROBE_WINDOW_SECONDS * 1_000,
+      'one window after the load',
+      () => performance.now() >= oneWindowAfterLoad,
       PROBE_WINDOW_SECONDS * 2_000,
     );
     const probeAgent = createLoadAgent();
