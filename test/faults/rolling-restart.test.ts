@@ -1,6 +1,8 @@
 // Contract section 10 under load: two replicas behind nginx are restarted one after the other with
-// SIGTERM, as a Deployment rolls its pods, while 300 creates a second flow through nginx and each takes
-// the upstream 100 ms (so dozens are in flight at every signal). No client request fails: requests that
+// SIGTERM, as a Deployment rolls its pods, while 300 creates a second flow through nginx. Each takes the
+// upstream 20 ms: several are in flight at every signal, and nginx reuses its kept-alive connections to
+// the replicas at a high rate, which is when a drain that closes them loses requests (a longer upstream
+// time spreads the requests over more connections and hides it). No client request fails: requests that
 // arrive on connections the balancer already holds are still served, every request in flight completes,
 // each replica exits 0, and its successor starts on the same port once it has gone.
 import { afterAll, beforeAll, expect, test } from 'vitest';

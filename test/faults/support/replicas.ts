@@ -30,8 +30,7 @@ export interface Fleet {
   keys: { load: TenantKey; probe: TenantKey };
   configPath: string;
   replicas: GatewayProcess[];
-  /** Rewrites the configuration file (the replicas reload it). */
-  writeConfig(overrides: Partial<FleetConfig>): Promise<void>;
+  /** The configuration text with `overrides` (to write in place of the file, for a reload). */
   configText(overrides: Partial<FleetConfig>): string;
   /** Starts one more replica on this configuration, optionally on a fixed port. */
   startReplica(port?: number): Promise<GatewayProcess>;
@@ -108,7 +107,6 @@ export async function startFleet(
     keys,
     configPath,
     replicas,
-    writeConfig: (overrides) => writeFile(configPath, configText(overrides)),
     configText,
     startReplica,
     stop,
