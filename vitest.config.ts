@@ -3,8 +3,9 @@ import { configDefaults, defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    // The deployment checks need system tools and run apart: `npm run test:deploy`.
-    exclude: [...configDefaults.exclude, 'test/deploy/**'],
+    // The deployment checks and the fault suite need system tools and run apart: `npm run test:deploy`,
+    // `npm run test:faults`.
+    exclude: [...configDefaults.exclude, 'test/deploy/**', 'test/faults/**'],
     // The secret canary: a key or token in anything gengate produced fails the test (secret-canary.ts).
     setupFiles: ['test/support/secret-canary-setup.ts'],
     // Several suites start their own Redis and gateway processes; two cores cannot run many at once.

@@ -10,9 +10,12 @@ export const DEFAULT_CONNECTIONS = 50;
 export const DEFAULT_FIXED_RATE_PER_SECOND = 2_000;
 export const DEFAULT_SOAK_SAMPLE_SECONDS = 5;
 
-// --smoke: proves the whole pipeline runs (every process, every measurement) in a few seconds, for CI.
+// --smoke: proves the whole pipeline runs (every process, every measurement) in a few seconds, for CI,
+// with a short soak whose samples come every second.
 const SMOKE_DURATION_SECONDS = 1;
 const SMOKE_FIXED_RATE_PER_SECOND = 200;
+const SMOKE_SOAK_SECONDS = 15;
+const SMOKE_SOAK_SAMPLE_SECONDS = 1;
 
 export interface BenchOptions {
   durationSeconds: number;
@@ -66,8 +69,8 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
       1,
       wholeNumber('rate', values.rate, smoke ? SMOKE_FIXED_RATE_PER_SECOND : DEFAULT_FIXED_RATE_PER_SECOND),
     ),
-    soakSeconds: wholeNumber('soak', values.soak, 0),
-    soakSampleSeconds: DEFAULT_SOAK_SAMPLE_SECONDS,
+    soakSeconds: wholeNumber('soak', values.soak, smoke ? SMOKE_SOAK_SECONDS : 0),
+    soakSampleSeconds: smoke ? SMOKE_SOAK_SAMPLE_SECONDS : DEFAULT_SOAK_SAMPLE_SECONDS,
     profile: values.profile,
     smoke,
   };

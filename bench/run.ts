@@ -182,12 +182,37 @@ function printProfile(profile: ProfileSummary): void {
   );
 }
 
+const SOAK_FIGURES = {
+  rssMb: { label: 'RSS', unit: 'MB', digits: 1 },
+  heapUsedMb: { label: 'heap used', unit: 'MB', digits: 1 },
+  openFds: { label: 'open file descriptors', unit: '', digits: 0 },
+  eventLoopLagP99Ms: { label: 'event-loop lag p99', unit: 'ms', digits: 2 },
+} as const;
+
 function printSoak(soak: SoakResult): void {
-  print(`\nsoak: ${soak.seconds} s at ${fixed(soak.requestsPerSecond, 0)} req/s, ${soak.failures} failures`);
   print(
-    `  RSS ${soak.samples.map((sample) => fixed(sample.rssMb, 0)).join(' ')} MB\n` +
-      `  RSS growth after warm-up ${fixed(soak.rssGrowthMb, 1)} MB (slope ${fixed(soak.rssSlopeMbPerMinute, 2)} MB/min), ` +
-      `heap used growth ${fixed(soak.heapGrowthMb, 1)} MB`,
+    `\nsoak: ${soak.seconds} s at ${fixed(soak.requestsPerSecond, 0)} req/s, ${soak.failures} failures, ` +
+      `${soak.samples.length} samples; the halves after warm-up (medians):`,
+  );
+  print(
+    formatTable(
+      ['figure', 'earlier', 'later', 'growth', 'tolerance', 'flat'],
+      soak.flatness.map((each) => {
+        const { label, unit, digits } = SOAK_FIGURES[each.figure];
+        const value = (number: number) => `${fixed(number, digits)}${unit === '' ? '' : ` ${unit}`}`;
+        return [
+          label,
+          value(each.earlier),
+          value(each.later),
+          value(each.growth),
+          value(each.tolerance),
+          each.flat ? 'yes' : 'NO',
+        ];
+      }),
+    ),
+  );
+  print(
+    `  RSS slope after warm-up ${fixed(soak.rssSlopeMbPerMinute, 2)} MB/min; flat: ${soak.flat ? 'yes' : 'NO'}`,
   );
 }
 

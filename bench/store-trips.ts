@@ -10,6 +10,30 @@ const SCRIPT_SOURCE = 'lua';
 // Sent once the requests are answered: MONITOR delivers in order, so seeing it means nothing is missing.
 const END_MARKER = 'gengate-bench-end-of-requests';
 const MONITOR_DRAIN_TIMEOUT_MS = 5_000;
+// ioredis switches a connection to monitor mode only after MONITOR's OK has been handled; a command that
+// Redis reports in the same read arrives as a reply nobody waits for, and the client throws ("Command
+// queue state error"). So MONITOR starts only once the gateway has finished the previous step's backlog:
+// Redis has processed at most a handful of commands (the usage flush, this check) for a while.
+const QUIET_COMMANDS = 5;
+const QUIET_CHECK_MS = 200;
+const QUIET_TIMEOUT_MS = 15_000;
+const COMMANDS_PROCESSED_LINE = /^total_commands_processed:(\d+)/m;
+
+async function commandsProcessed(client: Redis): Promise<number> {
+  return Number(COMMANDS_PROCESSED_LINE.exec(await client.info('stats'))?.[1] ?? Number.NaN);
+}
+
+async function untilRedisIsQuiet(client: Redis): Promise<void> {
+  const deadline = performance.now() + QUIET_TIMEOUT_MS;
+  let before = await commandsProcessed(client);
+  while (performance.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, QUIET_CHECK_MS));
+    const now = await commandsProcessed(client);
+    if (now - before <= QUIET_COMMANDS) return;
+    before = now;
+  }
+  throw new Error(`Redis did not become quiet within ${QUIET_TIMEOUT_MS} ms`);
+}
 
 export interface StoreTrips {
   requests: number;
@@ -50,6 +74,7 @@ export async function countStoreTrips(options: {
   requests: number;
 }): Promise<StoreTrips> {
   const client = new Redis({ port: options.redisPort, host: '127.0.0.1', maxRetriesPerRequest: 0 });
+  await untilRedisIsQuiet(client);
   const monitor = await client.monitor();
   try {
     const roundTrips: Record<string, number> = {};

@@ -21,10 +21,12 @@ export interface RedisServer {
   kill(): Promise<void>;
   /** Starts again on the same port with an empty dataset, after kill(). */
   restart(): Promise<void>;
-  /** SIGSTOP: the server keeps its connections and queues what arrives, but runs nothing until thaw(). */
+  /** SIGSTOP: the process stops answering but keeps its sockets open, as a stalled host does. */
   freeze(): void;
-  /** SIGCONT after freeze(): the server runs, in order, everything that arrived meanwhile. */
+  /** SIGCONT after freeze(): the commands queued meanwhile run now. */
   thaw(): void;
+  /** DEBUG SLEEP: Redis blocks for `seconds`, as on a long command or a fork; resolves when it answers. */
+  sleep(seconds: number): Promise<void>;
   /** A plain client for inspecting and poisoning state; closed by stop(). */
   client(): Redis;
 }
@@ -46,6 +48,20 @@ async function answersPing(port: number): Promise<boolean> {
       socket.destroy();
       resolve(false);
     });
+  });
+}
+
+// Over a socket of its own: the answer comes only when the sleep ends, and no client's queue waits on it.
+async function debugSleep(port: number, seconds: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => socket.write(`DEBUG SLEEP ${seconds}\r\n`));
+    socket.once('data', (data) => {
+      socket.destroy();
+      if (data.toString().startsWith('+OK')) resolve();
+      else reject(new Error(`DEBUG SLEEP answered ${data.toString().trim()}`));
+    });
+    socket.once('error', reject);
   });
 }
 
@@ -72,6 +88,9 @@ export async function startRedisServer(extraArgs: string[] = []): Promise<RedisS
       'no',
       '--dir',
       dir,
+      // For sleep(): DEBUG from loopback clients only.
+      '--enable-debug-command',
+      'local',
     ];
     child = spawn('redis-server', [...args, ...extraArgs], { stdio: 'ignore' });
     await waitFor(`redis-server on ${port}`, () => answersPing(port));
@@ -83,7 +102,7 @@ export async function startRedisServer(extraArgs: string[] = []): Promise<RedisS
     port,
     async stop() {
       for (const client of clients) client.disconnect();
-      // A frozen server would never act on the SIGTERM.
+      // A frozen server would not act on SIGTERM until continued.
       child.kill('SIGCONT');
       child.kill('SIGTERM');
       await exited(child);
@@ -100,6 +119,7 @@ export async function startRedisServer(extraArgs: string[] = []): Promise<RedisS
     thaw() {
       child.kill('SIGCONT');
     },
+    sleep: (seconds) => debugSleep(port, seconds),
     client() {
       const client = new Redis(port, '127.0.0.1', { lazyConnect: false, maxRetriesPerRequest: 1 });
       clients.push(client);

@@ -1,0 +1,71 @@
+// Contract section 10 under load: two replicas behind nginx are restarted one after the other with
+// SIGTERM, as a Deployment rolls its pods, while 300 creates a second flow through nginx. Each takes the
+// upstream 20 ms: several are in flight at every signal, and nginx reuses its kept-alive connections to
+// the replicas at a high rate, which is when a drain that closes them loses requests (a longer upstream
+// time spreads the requests over more connections and hides it). No client request fails: requests that
+// arrive on connections the balancer already holds are still served, every request in flight completes,
+// each replica exits 0, and its successor starts on the same port once it has gone.
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { freePort } from '../support/free-port.ts';
+import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
+import { runLoad } from './support/load.ts';
+import { startNginx, type Nginx } from './support/nginx.ts';
+import { createFaultReport } from './support/report.ts';
+import { imageCreate, startFleet, warmUp, type Fleet } from './support/replicas.ts';
+
+const RATE_PER_SECOND = 300;
+const LOAD_MS = 8_000;
+const UPSTREAM_MS = 20;
+// Traffic reaches both replicas before the first signal.
+const FIRST_SIGNAL_AFTER_MS = 1_000;
+
+const report = createFaultReport('rolling-restart');
+let redis: RedisServer;
+let fleet: Fleet;
+let nginx: Nginx;
+let ports: number[];
+
+beforeAll(async () => {
+  redis = await startRedisServer();
+  fleet = await startFleet(0, { store: `{ kind: redis, redis: { url: "${redis.url}" } }` });
+  ports = [await freePort(), await freePort()];
+  for (const port of ports) await fleet.startReplica(port);
+  nginx = await startNginx(ports);
+  await warmUp(fleet);
+});
+
+afterAll(async () => {
+  report.write();
+  await nginx.stop();
+  await fleet.stop();
+  await redis.stop();
+});
+
+test('a rolling restart behind nginx fails no request', async () => {
+  fleet.simulator.faults.set({ delayMs: UPSTREAM_MS, match: { method: 'POST' } });
+  const restarts: { port: number; exitCode: number | null; drainMs: number }[] = [];
+  const run = await runLoad({
+    ratePerSecond: RATE_PER_SECOND,
+    durationMs: LOAD_MS,
+    next: () => imageCreate(nginx.url, fleet.keys.load),
+    during: async () => {
+      await new Promise((resolve) => setTimeout(resolve, FIRST_SIGNAL_AFTER_MS));
+      for (const port of ports) {
+        const old = fleet.replicas.find((replica) => replica.gatewayUrl.endsWith(`:${port}`))!;
+        const signalledAt = performance.now();
+        old.signal('SIGTERM');
+        const exitCode = await old.exited;
+        restarts.push({ port, exitCode, drainMs: Math.round(performance.now() - signalledAt) });
+        // The successor takes the port as soon as it is free; the fleet keeps the exited one (stop() skips it).
+        await fleet.startReplica(port);
+      }
+    },
+  });
+  const { outcomes } = run;
+  fleet.simulator.faults.clear();
+  const finding = report.add('rolling restart behind nginx (SIGTERM, one replica then the other)', run, {
+    restarts,
+  });
+  expect(restarts.map((restart) => restart.exitCode)).toEqual([0, 0]);
+  expect(finding.answers).toEqual({ '200': outcomes.length });
+});

@@ -1,0 +1,12 @@
+import { defineConfig } from 'vitest/config';
+
+// `npm run test:faults` (scripts/test-faults.sh): the fault suite under load. Each file drives hundreds of
+// requests a second through real processes, so the files run one at a time, each scenario bounded.
+export default defineConfig({
+  test: {
+    include: ['test/faults/**/*.test.ts'],
+    fileParallelism: false,
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+  },
+});
