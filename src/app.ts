@@ -8,13 +8,13 @@ import type { TenantDirectory } from './auth/tenant-directory.ts';
 import type { GatewayConfig } from './config/schema.ts';
 import { answerConnectRequests, createClientErrorHandler } from './errors/client-error.ts';
 import { answerFrameworkError, installErrorHandling } from './errors/error-handler.ts';
-import { installDraining } from './gateway/draining.ts';
+import { installDraining } from './server/draining.ts';
 import { installRequestContext } from './gateway/request-context.ts';
 import { installRequestHeadAdmission } from './gateway/request-head.ts';
 import { registerGatewayRoutes, type CredentialSource } from './gateway/routes.ts';
 import { gatewayServerOptions } from './gateway/server-options.ts';
 import type { GatewayMetrics } from './observability/metrics.ts';
-import { installRequestObserver } from './observability/request-observer.ts';
+import { installRequestObserver } from './gateway/request-observer.ts';
 import { installLoadShedding } from './overload/shed-load.ts';
 import type { OwnershipStore } from './ownership/store.ts';
 import type { Admission } from './admission/admission.ts';
@@ -64,7 +64,7 @@ export function buildApp(config: GatewayConfig, deps: AppDependencies): FastifyI
     http: gatewayServerOptions(config.server.requestTimeoutMs),
     keepAliveTimeout: config.server.keepAliveTimeoutMs,
     maxRequestsPerSocket: config.server.maxRequestsPerSocket,
-    // Requests arriving while closing are served (src/gateway/draining.ts), not refused.
+    // Requests arriving while closing are served (src/server/draining.ts), not refused.
     return503OnClosing: false,
     exposeHeadRoutes: false,
     routerOptions: {

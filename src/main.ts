@@ -13,10 +13,10 @@ import { createCredentialStore } from './config/credentials.ts';
 import { ConfigError, loadConfig } from './config/load.ts';
 import { assertTenantsReloadable, sectionsNeedingRestart, watchConfig } from './config/reload.ts';
 import { createMetrics } from './observability/metrics.ts';
-import { startTenantCountersAtZero } from './observability/tenant-series.ts';
+import { startTenantCountersAtZero } from './gateway/tenant-series.ts';
 import { startSimulator } from './simulator/server.ts';
 import { isOverloaded } from './overload/shed-load.ts';
-import { openStore } from './store/from-config.ts';
+import { openStore } from './gateway/open-store.ts';
 import { createUpstreamClient, upstreamClientOptions } from './upstream/client.ts';
 
 const DEMO_CONFIG_PATH = 'config/demo.yaml';

@@ -2,7 +2,7 @@
 // gateway's, so scraping and probing do not mix with tenant traffic or its limits.
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { createClientErrorHandler } from '../errors/client-error.ts';
-import { installDraining } from '../gateway/draining.ts';
+import { installDraining } from '../server/draining.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
 import type { Readiness } from './readiness.ts';
 

@@ -2,7 +2,7 @@
 // section 2). A file that does not load is refused: its problems are logged and counted, and the caller
 // keeps the configuration it has.
 import type { Logger } from 'pino';
-import type { GatewayMetrics } from '../observability/metrics.ts';
+import type { Counter } from 'prom-client';
 import { ConfigError } from './problems.ts';
 import type { GatewayConfig } from './schema.ts';
 import { watchFileChanges } from './watch-file.ts';
@@ -26,7 +26,8 @@ export interface ConfigWatcherOptions {
   /** Told about each refused reload, after it is logged and counted. */
   onError?: (error: unknown) => void;
   logger: Pick<Logger, 'info' | 'error'>;
-  metrics: Pick<GatewayMetrics, 'configReloads'>;
+  /** gengate_config_reloads_total (src/observability/metrics.ts). */
+  metrics: { configReloads: Counter<'result'> };
   signals?: SignalSource;
   debounceMs?: number;
   pollIntervalMs?: number;

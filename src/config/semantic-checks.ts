@@ -1,9 +1,9 @@
 // The rules a JSON Schema cannot express: references between tenants, keys and credentials. They read
 // only the parts of the file that passed the schema (src/config/well-formed-parts.ts).
+import { MAX_LIMIT_TIMES_WINDOW_SECONDS } from './limit-bounds.ts';
 import { modelGlobProblem } from './model-globs.ts';
 import { formatPath, type ConfigProblem } from './problems.ts';
 import type { WellFormedParts } from './well-formed-parts.ts';
-import { MAX_LIMIT_TIMES_WINDOW_SECONDS } from '../ratelimit/gcra.ts';
 
 type Tenants = WellFormedParts['tenants'];
 

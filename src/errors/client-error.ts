@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
-import { isLeftUnanswered, isRefusedConnection, refuseConnection } from '../gateway/refused-connections.ts';
+import { isLeftUnanswered, isRefusedConnection, refuseConnection } from './refused-connections.ts';
 import { errorEnvelope } from '../maxai/envelope.ts';
 import { unroutedRequestError } from './error-handler.ts';
 import { gatewayError, type GatewayError } from './registry.ts';

@@ -14,7 +14,7 @@ import { gatewayRouteOf, requestIdParam, tenantOf } from './request-context.ts';
 
 export interface AdmitHookOptions {
   admission: Admission;
-  /** The 409 or the idempotent replay of a create whose id is taken (src/ownership/hooks.ts). */
+  /** The 409 or the idempotent replay of a create whose id is taken (src/gateway/ownership-hooks.ts). */
   answerTakenRequestId: (
     request: FastifyRequest,
     reply: FastifyReply,

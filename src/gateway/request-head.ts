@@ -19,7 +19,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunc
 import type { IncomingMessage } from 'node:http';
 import { unroutedRequestError } from '../errors/error-handler.ts';
 import { gatewayError, type GatewayError } from '../errors/registry.ts';
-import { isRefusedConnection, leaveUnanswered, refuseConnection } from './refused-connections.ts';
+import { isRefusedConnection, leaveUnanswered, refuseConnection } from '../errors/refused-connections.ts';
 
 const CHUNKED_ONLY = /^chunked$/i;
 

@@ -20,7 +20,7 @@ import {
   type StoreBreaker,
   type StoreFailMode,
 } from '../store/circuit-breaker.ts';
-import type { ObserveStore } from '../ratelimit/metrics.ts';
+import type { ObserveStore } from '../store/operations.ts';
 import { batchPerTurn } from '../store/batch-per-turn.ts';
 import { turnScheduleOf } from '../store/coalesce-writes.ts';
 import {

@@ -6,13 +6,12 @@
 // (TAT): the instant the limit is full again. To keep every value an exact integer, the "debt"
 // TAT - now is handled in units of 1/L µs ("scaled"): a unit of cost adds exactly W scaled, and the
 // capacity is L × W scaled.
+import { MAX_LIMIT_TIMES_WINDOW_SECONDS } from '../config/limit-bounds.ts';
 import type { LimitRequest } from './types.ts';
 
 export const MICROS_PER_SECOND = 1_000_000;
 /** How long a state outlives the moment its limit is full again (a fresh state needs no key at all). */
 export const STATE_TTL_MARGIN_MS = 1_000;
-// Lua 5.1 numbers are doubles: keeping debt + cost (at most 2 × L × W scaled) under 2^53 keeps all exact.
-export const MAX_LIMIT_TIMES_WINDOW_SECONDS = Math.floor(2 ** 52 / MICROS_PER_SECOND);
 
 /** Stored state: whole µs of the TAT plus the remaining fraction in 1/limit µs (0..limit-1). */
 export interface GcraState {

@@ -1,9 +1,11 @@
 // Rate-limit and store metrics (contract section 10), registered on the registry the caller owns.
-// Labels: tenant and limit ids come from configuration, decisions and operations from the fixed sets below.
+// Labels: tenant and limit ids come from configuration, decisions from the fixed sets below, operations
+// from src/store/operations.ts.
 // Their counters start at 0 for the label values the store in use can produce (see RateLimitMetricsScope).
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { TenantConfig } from '../config/schema.ts';
 import { CellCounter, CellHistogram } from '../observability/cell-metrics.ts';
+import { STORE_OPERATIONS, type ObserveStore, type StoreOperation } from '../store/operations.ts';
 import type { LimitRequest, RateDecision } from './types.ts';
 
 // Store round trips are sub-millisecond when healthy and bounded by commandTimeoutMs when not.
@@ -28,26 +30,12 @@ export type LimitDecisionLabel =
   | (typeof FALLBACK_DECISIONS)[number]
   | (typeof FAIL_CLOSED_DECISIONS)[number];
 
-/** `admission`: a request id checked and the limits charged in one call (src/admission/redis-admission.ts). */
-export const STORE_OPERATIONS = [
-  'admission',
-  'rate_limit_check',
-  'ping',
-  'ownership',
-  'usage_flush',
-  'usage_read',
-] as const;
-export type StoreOperation = (typeof STORE_OPERATIONS)[number];
-
 /** What the store in use can report: the counters start at 0 for exactly these label values. */
 export interface RateLimitMetricsScope {
   decisions: readonly LimitDecisionLabel[];
   /** The operations sent to a shared store; none for a store in this process, which cannot fail. */
   storeOperations: readonly StoreOperation[];
 }
-
-/** Where a store user reports each round trip: gengate_store_operation_duration_seconds and _errors_total. */
-export type ObserveStore = (operation: StoreOperation, seconds: number, failed: boolean) => void;
 
 /** The scope of a store as configured: `memory` decides exactly and never fails; `redis` per its failMode. */
 export function rateLimitMetricsScope(

@@ -16,10 +16,11 @@ import {
   type StoreFailMode,
 } from '../store/circuit-breaker.ts';
 import { decide, decideWithoutStore, storeUnavailableDecision } from './decision.ts';
+import type { StoreOperation } from '../store/operations.ts';
 import type { StoreClock } from '../store/store-clock.ts';
 import { STATE_TTL_MARGIN_MS, type LimitVerdict } from './gcra.ts';
 import { createMemoryRateLimiter } from './memory-limiter.ts';
-import type { RateLimitMetrics, StoreOperation } from './metrics.ts';
+import type { RateLimitMetrics } from './metrics.ts';
 import type { LimitRequest, RateDecision, RateLimiter } from './types.ts';
 
 export interface RedisRateLimiterOptions {

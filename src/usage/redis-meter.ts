@@ -4,7 +4,7 @@
 // yet flushed when the replica stops. A reported cost is counted once per request id across replicas.
 import type { FastifyBaseLogger } from 'fastify';
 import { gatewayError } from '../errors/registry.ts';
-import type { ObserveStore } from '../ratelimit/metrics.ts';
+import type { ObserveStore } from '../store/operations.ts';
 import { defineScript, tenantKey, withDeadline, type RedisConnection } from '../store/redis.ts';
 import {
   addEvent,

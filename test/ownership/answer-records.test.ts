@@ -10,7 +10,7 @@ import { createMetrics } from '../../src/observability/metrics.ts';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { GatewayConfig } from '../../src/config/schema.ts';
 import type { SubmissionResponse } from '../../src/ownership/store.ts';
-import { openStore, type GatewayStore } from '../../src/store/from-config.ts';
+import { openStore, type GatewayStore } from '../../src/gateway/open-store.ts';
 import {
   clientCommandsDuring,
   startRedisCluster,

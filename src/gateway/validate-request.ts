@@ -1,11 +1,11 @@
 // The preValidation hook of the create routes: the parsed body judged against the service's schema,
 // every problem explained, the first one named in `param`. A refused body never reaches the upstream.
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
-import { gatewayRouteOf } from '../gateway/request-context.ts';
+import { gatewayRouteOf } from './request-context.ts';
 import { gatewayError, type GatewayError } from '../errors/registry.ts';
 import { describeProblem, toErrorDetails, type ValidationProblem } from '../maxai/validator.ts';
-import { parsedJsonBody } from './json-body.ts';
-import { routeSchemaFor } from './request-schemas.ts';
+import { parsedJsonBody } from '../validation/json-body.ts';
+import { routeSchemaFor } from '../validation/request-schemas.ts';
 
 function schemaViolation(problems: ValidationProblem[]): GatewayError {
   const [first] = problems;

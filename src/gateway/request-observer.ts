@@ -7,9 +7,9 @@
 // durationMs, upstreamMs, the policy's fields, and the prompts only when `logging.prompts` is true.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isUuid, type GatewayRoute } from '../routing/route-table.ts';
-import { requestIdParam } from '../gateway/request-context.ts';
+import { requestIdParam } from './request-context.ts';
 import type { JsonBody } from '../validation/json-body.ts';
-import type { GatewayMetrics, UpstreamErrorReason } from './metrics.ts';
+import type { GatewayMetrics, UpstreamErrorReason } from '../observability/metrics.ts';
 
 // Requests that matched no allowlisted route share one label value.
 const UNMATCHED_ROUTE = 'unmatched';

@@ -4,12 +4,12 @@
 import type { DoneFuncWithErrOrRes, FastifyReply, FastifyRequest } from 'fastify';
 import type { TenantConfig } from '../config/schema.ts';
 import { gatewayError } from '../errors/registry.ts';
-import { peekTenantLimits } from '../gateway/limits.ts';
+import { peekTenantLimits } from './limits.ts';
 import type { RateLimiter } from '../ratelimit/types.ts';
 import type { GatewayRoute } from '../routing/route-table.ts';
 import { parsedJsonBody } from '../validation/json-body.ts';
-import type { OwnershipStore, SubmissionResponse, TakenOutcome } from './store.ts';
-import { gatewayRouteOf, tenantOf } from '../gateway/request-context.ts';
+import type { OwnershipStore, SubmissionResponse, TakenOutcome } from '../ownership/store.ts';
+import { gatewayRouteOf, tenantOf } from './request-context.ts';
 
 export const IDEMPOTENT_REPLAYED_HEADER = 'idempotent-replayed';
 // The upstream may have accepted the submission: the tenant keeps the id and may poll it.

@@ -9,7 +9,8 @@
 // Node's server.close() destroys every connection without a request in progress at once (Node 19 and
 // later), which is exactly that race; the server's closeIdleConnections, which close() calls, is
 // replaced while closing by the graceful version below. Fastify's own 503 on closing is off in
-// src/app.ts: nothing arriving during the drain is refused.
+// src/app.ts: nothing arriving during the drain is refused. The gateway and the admin server
+// (src/admin/app.ts) both drain this way, so this module belongs to neither.
 import type { FastifyInstance } from 'fastify';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';

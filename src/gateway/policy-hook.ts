@@ -5,11 +5,11 @@ import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fast
 import { gatewayError } from '../errors/registry.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
 import { parsedJsonBody, rewriteTopLevelMembers } from '../validation/json-body.ts';
-import { applyPolicy } from './apply-policy.ts';
-import { POLICY_HEADER, formatPolicyHeader } from './header.ts';
-import { isRejection, type PolicyOutcome, type PolicyRoute } from './outcome.ts';
-import { recordPolicyActions } from './record-actions.ts';
-import { gatewayRouteOf, tenantOf } from '../gateway/request-context.ts';
+import { applyPolicy } from '../policy/apply-policy.ts';
+import { POLICY_HEADER, formatPolicyHeader } from '../policy/header.ts';
+import { isRejection, type PolicyOutcome, type PolicyRoute } from '../policy/outcome.ts';
+import { recordPolicyActions } from '../policy/record-actions.ts';
+import { gatewayRouteOf, tenantOf } from './request-context.ts';
 
 /** The policy's part of the request log line: rule and action words only, never request values. */
 function policyLogFields(outcome: PolicyOutcome): Record<string, string> {

@@ -16,10 +16,10 @@ import { createRedisRateLimiter } from '../ratelimit/redis-limiter.ts';
 import type { RateLimiter } from '../ratelimit/types.ts';
 import { createMemoryUsageMeter, type UsageMeter } from '../usage/meter.ts';
 import { createRedisUsageMeter } from '../usage/redis-meter.ts';
-import { createConnectionBreaker } from './circuit-breaker.ts';
-import { createRedisConnection, waitUntilConnected } from './redis.ts';
-import { createStoreClock, learnClockOnConnect } from './store-clock.ts';
-import { createUndoOnRecovery } from './undo-on-recovery.ts';
+import { createConnectionBreaker } from '../store/circuit-breaker.ts';
+import { createRedisConnection, waitUntilConnected } from '../store/redis.ts';
+import { createStoreClock, learnClockOnConnect } from '../store/store-clock.ts';
+import { createUndoOnRecovery } from '../store/undo-on-recovery.ts';
 
 // Start-up only: long enough for a healthy Redis, short enough that a dead one does not hold the
 // process (fail-open replicas serve from the fallback; fail-closed ones stay not ready).

@@ -3,9 +3,9 @@
 // policy action or usage. Series of tenants a reload removes stay: a counter is never taken back.
 import type { TenantConfig } from '../config/schema.ts';
 import { startPolicyActionsAtZero } from '../policy/record-actions.ts';
-import type { GatewayStore } from '../store/from-config.ts';
+import type { GatewayStore } from './open-store.ts';
 import { startUsageCountersAtZero } from '../usage/record.ts';
-import type { GatewayMetrics } from './metrics.ts';
+import type { GatewayMetrics } from '../observability/metrics.ts';
 
 export function startTenantCountersAtZero(
   tenants: readonly TenantConfig[],

@@ -1,0 +1,171 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+// The folders of src/ form a layered graph: a folder may import another only if that one never imports it
+// back, directly or through others. Domain folders export plain functions and types; the gateway's glue
+// (src/gateway/) and the root files (app.ts, main.ts, cli.ts) compose them, never the other way round.
+
+const SOURCE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../src');
+const ROOT_MODULE = '(root)';
+const GATEWAY_GLUE = 'gateway';
+const DOMAIN_FOLDERS = [
+  'auth',
+  'validation',
+  'policy',
+  'ratelimit',
+  'ownership',
+  'usage',
+  'upstream',
+  'json',
+  'maxai',
+  'admission',
+  'store',
+  'routing',
+  'config',
+];
+
+// `import ... from './x.ts'`, `import type ...`, `export ... from` and side-effect `import './x.ts'`.
+const RELATIVE_SPECIFIER = /^\s*(?:import|export)\b[^'"]*?(?:\bfrom\s*)?['"](\.{1,2}\/[^'"]+)['"]/gm;
+
+interface ImportEdge {
+  from: string;
+  to: string;
+  importer: string;
+  imported: string;
+}
+
+function sourceFiles(directory: string): string[] {
+  return readdirSync(directory, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(directory, entry.name);
+    if (entry.isDirectory()) return sourceFiles(path);
+    return entry.name.endsWith('.ts') ? [path] : [];
+  });
+}
+
+function folderOf(file: string): string {
+  const parts = relative(SOURCE_ROOT, file).split(sep);
+  return parts.length === 1 ? ROOT_MODULE : parts[0]!;
+}
+
+function importEdges(): ImportEdge[] {
+  return sourceFiles(SOURCE_ROOT).flatMap((importer) => {
+    const text = readFileSync(importer, 'utf8');
+    return [...text.matchAll(RELATIVE_SPECIFIER)].map((match) => {
+      const imported = resolve(dirname(importer), match[1]!);
+      return {
+        from: folderOf(importer),
+        to: folderOf(imported),
+        importer: relative(SOURCE_ROOT, importer),
+        imported: relative(SOURCE_ROOT, imported),
+      };
+    });
+  });
+}
+
+function folderGraph(edges: ImportEdge[]): Map<string, Set<string>> {
+  const graph = new Map<string, Set<string>>();
+  for (const { from, to } of edges) {
+    if (from === to || from === ROOT_MODULE) continue;
+    const targets = graph.get(from) ?? new Set<string>();
+    targets.add(to);
+    graph.set(from, targets);
+  }
+  return graph;
+}
+
+/** Each strongly connected component of more than one folder, found with Tarjan's algorithm. */
+function folderCycles(graph: Map<string, Set<string>>): string[][] {
+  const index = new Map<string, number>();
+  const lowLink = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const cycles: string[][] = [];
+
+  const visit = (folder: string): void => {
+    index.set(folder, index.size);
+    lowLink.set(folder, index.get(folder)!);
+    stack.push(folder);
+    onStack.add(folder);
+    for (const next of graph.get(folder) ?? []) {
+      if (!index.has(next)) {
+        visit(next);
+        lowLink.set(folder, Math.min(lowLink.get(folder)!, lowLink.get(next)!));
+      } else if (onStack.has(next)) {
+        lowLink.set(folder, Math.min(lowLink.get(folder)!, index.get(next)!));
+      }
+    }
+    if (lowLink.get(folder) !== index.get(folder)) return;
+    const component: string[] = [];
+    let member: string;
+    do {
+      member = stack.pop()!;
+      onStack.delete(member);
+      component.push(member);
+    } while (member !== folder);
+    if (component.length > 1) cycles.push(component.sort());
+  };
+
+  for (const folder of [...graph.keys()].sort()) if (!index.has(folder)) visit(folder);
+  return cycles;
+}
+
+/** The shortest way back from `folder` to itself, breadth first, as `a -> b -> a`. */
+function shortestCycleThrough(folder: string, graph: Map<string, Set<string>>): string {
+  const cameFrom = new Map<string, string>();
+  const queue = [folder];
+  for (let head = 0; head < queue.length; head += 1) {
+    const current = queue[head]!;
+    for (const next of graph.get(current) ?? []) {
+      if (next === folder) {
+        const path: string[] = [];
+        for (let step = current; step !== folder; step = cameFrom.get(step)!) path.unshift(step);
+        return [folder, ...path, folder].join(' -> ');
+      }
+      if (cameFrom.has(next)) continue;
+      cameFrom.set(next, current);
+      queue.push(next);
+    }
+  }
+  return '';
+}
+
+/** A component's cycles and the imports that hold it together, for the failure message. */
+function describeComponent(
+  component: string[],
+  graph: Map<string, Set<string>>,
+  edges: ImportEdge[],
+): string {
+  const members = new Set(component);
+  const cycles = new Set(component.map((folder) => `  ${shortestCycleThrough(folder, graph)}`));
+  const imports = edges
+    .filter(({ from, to }) => from !== to && members.has(from) && members.has(to))
+    .map(({ importer, imported }) => `  ${importer} -> ${imported}`);
+  return [`folders in a cycle: ${component.join(', ')}`, ...cycles, 'through:', ...new Set(imports)].join(
+    '\n',
+  );
+}
+
+describe('the import graph of src/', () => {
+  const edges = importEdges();
+
+  it('reads the imports of every source file', () => {
+    expect(edges.length).toBeGreaterThan(100);
+    expect(edges.some(({ importer }) => importer === 'app.ts')).toBe(true);
+  });
+
+  it('has no cycle between folders', () => {
+    const graph = folderGraph(edges);
+    const report = folderCycles(graph).map((component) => describeComponent(component, graph, edges));
+    expect(report.join('\n\n')).toBe('');
+  });
+
+  it('keeps domain folders free of the gateway glue and the app', () => {
+    const reversed = edges
+      .filter(({ from }) => DOMAIN_FOLDERS.includes(from))
+      .filter(({ to, imported }) => to === GATEWAY_GLUE || imported === 'app.ts')
+      .map(({ importer, imported }) => `${importer} -> ${imported}`);
+    expect([...new Set(reversed)]).toEqual([]);
+  });
+});
