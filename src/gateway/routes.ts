@@ -1,46 +1,31 @@
-// The gateway's routes: one Fastify route per row of the allowlist, each guarded by the same hooks
-// (exact request target, then authentication) before anything is parsed or forwarded.
-import type {
-  DoneFuncWithErrOrRes,
-  FastifyInstance,
-  FastifyReply,
-  FastifyRequest,
-  HookHandlerDoneFunction,
-} from 'fastify';
+// The steps of a gateway route that need the app's parts: authentication, forwarding, the limits shown
+// on a refusal and the count of served requests. src/gateway/pipeline.ts registers them in order.
+import type { DoneFuncWithErrOrRes, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import type { AuthFailureGuard } from '../auth/failure-guard.ts';
 import type { TenantDirectory } from '../auth/tenant-directory.ts';
 import { GatewayError, gatewayError, type ErrorCode } from '../errors/registry.ts';
-import { GATEWAY_ROUTES, upstreamPath, type GatewayRoute } from '../routing/route-table.ts';
+import { upstreamPath, type GatewayRoute } from '../routing/route-table.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
-import { createOwnershipHooks } from './ownership-hooks.ts';
-import type { OwnershipStore } from '../ownership/store.ts';
-import type { Admission } from '../admission/admission.ts';
-import { createPolicyHook } from './policy-hook.ts';
 import type { RateLimiter } from '../ratelimit/types.ts';
 import type { UpstreamClient, UpstreamResponse } from '../upstream/client.ts';
 import { headersForClient, headersForUpstream, retryAfterSeconds } from '../upstream/headers.ts';
 import { parsedJsonBody } from '../validation/json-body.ts';
-import { validateRequestBody } from './validate-request.ts';
 import type { UsageMeter } from '../usage/meter.ts';
 import { recordExchangeUsage } from '../usage/record.ts';
 import { createAccountHandler } from './account.ts';
 import { gatewayRouteOf, requestIdParam } from './request-context.ts';
-import { admitRequestTarget } from './request-target.ts';
-import { createAdmitHook } from './admit.ts';
 import { peekTenantLimits } from './limits.ts';
 
 export interface CredentialSource {
   get(name: string): string;
 }
 
-export interface GatewayRoutesOptions {
+export interface RouteStepsOptions {
   tenants: () => TenantDirectory;
   credentials: CredentialSource;
   upstream: UpstreamClient;
   usage: UsageMeter;
   limiter: RateLimiter;
-  ownership: OwnershipStore;
-  admission: Admission;
   authFailures: AuthFailureGuard;
   metrics: GatewayMetrics;
   now: () => number;
@@ -50,7 +35,7 @@ export interface GatewayRoutesOptions {
 // the store, so its 403 gets the standing headers like any other refusal).
 const LIMITER_REFUSALS = new Set<ErrorCode>(['rate_limited', 'store_unavailable']);
 
-function addDeprecationHeaders(route: GatewayRoute) {
+export function addDeprecationHeaders(route: GatewayRoute) {
   const link = `<${route.successorPath ?? route.path}>; rel="successor-version"`;
   return (_request: FastifyRequest, reply: FastifyReply, payload: unknown, done: DoneFuncWithErrOrRes) => {
     reply.header('deprecation', 'true').header('link', link);
@@ -58,7 +43,7 @@ function addDeprecationHeaders(route: GatewayRoute) {
   };
 }
 
-export function registerGatewayRoutes(app: FastifyInstance, options: GatewayRoutesOptions): void {
+export function createRouteSteps(options: RouteStepsOptions) {
   // Hooks that await nothing take `done` instead of being async, here and in every plugin of the app:
   // an async hook costs every request a promise and two microtasks (docs/architecture.md, "Hooks").
   const authenticate = (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) => {
@@ -131,17 +116,14 @@ export function registerGatewayRoutes(app: FastifyInstance, options: GatewayRout
     reply.headers(await peekTenantLimits(options.limiter, request.caller.tenant, route.id, body));
   }
 
-  const enforcePolicy = createPolicyHook(options.metrics);
-  const ownership = createOwnershipHooks({ store: options.ownership, limiter: options.limiter });
-  // A create is validated and judged by the tenant's policy before admission claims its requestId and
-  // charges it; a request id is checked for ownership by the same admission. Refused requests consume
-  // nothing.
-  const admit = createAdmitHook({
-    admission: options.admission,
-    answerTakenRequestId: ownership.answerTakenRequestId,
-  });
-  const preHandlerFor = (route: GatewayRoute) => (route.method === 'POST' ? [enforcePolicy, admit] : [admit]);
   const answerAccountLocally = createAccountHandler(options.usage, options.now);
+  // The account routes answer from the gateway's own meter for `account: gateway` tenants.
+  const answerAccountOrForward = (request: FastifyRequest, reply: FastifyReply) =>
+    request.caller?.tenant.account === 'gateway'
+      ? answerAccountLocally(request, reply)
+      : forward(request, reply);
+  const handlerFor = (route: GatewayRoute) =>
+    route.id === 'account.usage' || route.id === 'account.keys' ? answerAccountOrForward : forward;
   function countServedRequest(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) {
     if (request.caller !== undefined && reply.statusCode < 300) {
       options.usage.record(
@@ -153,27 +135,5 @@ export function registerGatewayRoutes(app: FastifyInstance, options: GatewayRout
     done();
   }
 
-  for (const route of GATEWAY_ROUTES) {
-    const isAccountRoute = route.id === 'account.usage' || route.id === 'account.keys';
-    app.route({
-      method: route.method,
-      url: route.path,
-      config: { gatewayRoute: route },
-      onRequest: [admitRequestTarget, authenticate],
-      ...(route.method === 'POST' ? { preValidation: validateRequestBody } : {}),
-      preHandler: preHandlerFor(route),
-      onError: showLimitsOnRefusal,
-      onResponse: countServedRequest,
-      onSend: [
-        ...(route.method === 'POST' ? [ownership.settleClaim] : []),
-        ...(route.successorPath === undefined ? [] : [addDeprecationHeaders(route)]),
-      ],
-      handler: isAccountRoute
-        ? (request, reply) =>
-            request.caller?.tenant.account === 'gateway'
-              ? answerAccountLocally(request, reply)
-              : forward(request, reply)
-        : forward,
-    });
-  }
+  return { authenticate, handlerFor, showLimitsOnRefusal, countServedRequest };
 }
