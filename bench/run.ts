@@ -4,11 +4,13 @@
 // through nginx when installed; throughput and latency at a fixed rate, interleaved
 // rounds, medians. Prints tables and writes bench/results/<timestamp>.json. See docs/performance.md.
 import {
+  closeSync,
   copyFileSync,
   mkdirSync,
   mkdtempSync,
+  openSync,
   readdirSync,
-  readFileSync,
+  readSync,
   rmSync,
   writeFileSync,
 } from 'node:fs';
@@ -159,10 +161,30 @@ function gengateTarget(gengate: BenchGengate): Target {
   };
 }
 
+const LOG_READ_CHUNK_BYTES = 1 << 20;
+const NEWLINE = 0x0a;
+
+// Read in chunks: after a ten-minute soak the log is larger than the longest string V8 can hold.
 function averageLogLineBytes(logFile: string): number {
-  const text = readFileSync(logFile, 'utf8');
-  const lines = text.split('\n').filter((line) => line !== '').length;
-  return lines === 0 ? Number.NaN : Buffer.byteLength(text) / lines;
+  const descriptor = openSync(logFile, 'r');
+  const chunk = Buffer.alloc(LOG_READ_CHUNK_BYTES);
+  let bytes = 0;
+  let lines = 0;
+  try {
+    for (let read = readSync(descriptor, chunk); read > 0; read = readSync(descriptor, chunk)) {
+      bytes += read;
+      for (
+        let index = chunk.indexOf(NEWLINE);
+        index !== -1 && index < read;
+        index = chunk.indexOf(NEWLINE, index + 1)
+      ) {
+        lines += 1;
+      }
+    }
+  } finally {
+    closeSync(descriptor);
+  }
+  return lines === 0 ? Number.NaN : bytes / lines;
 }
 
 function printProfile(profile: ProfileSummary): void {
