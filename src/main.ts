@@ -16,7 +16,7 @@ import { createMetrics } from './observability/metrics.ts';
 import { startTenantCountersAtZero } from './gateway/tenant-series.ts';
 import { startSimulator } from './simulator/server.ts';
 import { isOverloaded } from './overload/shed-load.ts';
-import { openStore } from './gateway/open-store.ts';
+import { openStore } from './store/open-store.ts';
 import { createUpstreamClient, upstreamClientOptions } from './upstream/client.ts';
 
 const DEMO_CONFIG_PATH = 'config/demo.yaml';
@@ -113,10 +113,7 @@ const gateway = buildApp(config, {
   credentials,
   metrics,
   upstream,
-  usage: store.usage,
-  limiter: store.limiter,
-  ownership: store.ownership,
-  admission: store.admission,
+  store,
 });
 const readiness = createReadiness({
   ...(config.store.failMode === 'closed' ? { storeAvailable: () => !store.limiter.degraded } : {}),

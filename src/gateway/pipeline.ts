@@ -23,7 +23,6 @@
 // envelope. Draining (server/draining.ts) adds Connection: close in onSend while the server closes.
 // Hooks that await nothing take Fastify's `done` callback (docs/architecture.md, "Hooks").
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
-import type { Admission } from '../admission/admission.ts';
 import { installAuthFailureGuard } from '../auth/failure-guard.ts';
 import type { TenantDirectory } from '../auth/tenant-directory.ts';
 import type { GatewayConfig } from '../config/schema.ts';
@@ -31,12 +30,10 @@ import { answerConnectRequests } from '../errors/client-error.ts';
 import { installErrorHandling } from '../errors/error-handler.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
 import { installLoadShedding } from '../overload/shed-load.ts';
-import type { OwnershipStore } from '../ownership/store.ts';
-import type { RateLimiter } from '../ratelimit/types.ts';
 import { GATEWAY_ROUTES } from '../routing/route-table.ts';
 import { installDraining } from '../server/draining.ts';
+import type { GatewayStore } from '../store/gateway-store.ts';
 import type { UpstreamClient } from '../upstream/client.ts';
-import type { UsageMeter } from '../usage/meter.ts';
 import { installValidationFailureCounter } from '../validation/failure-metrics.ts';
 import { installJsonBodyParser } from '../validation/json-body.ts';
 import { createAdmitHook } from './admit.ts';
@@ -57,12 +54,8 @@ export interface GatewayParts {
   credentials: CredentialSource;
   metrics: GatewayMetrics;
   upstream: UpstreamClient;
-  usage: UsageMeter;
-  limiter: RateLimiter;
-  /** Who owns each request id; shared by every replica when the store is Redis. */
-  ownership: OwnershipStore;
-  /** A request's id and charge decided together (one store call on a single Redis). */
-  admission: Admission;
+  /** Rate limits, usage, request ownership and admission, opened and closed by the caller. */
+  store: GatewayStore;
   now?: () => number;
 }
 
@@ -88,19 +81,19 @@ export function installGatewayPipeline(
     tenants: parts.tenants,
     credentials: parts.credentials,
     upstream: parts.upstream,
-    usage: parts.usage,
-    limiter: parts.limiter,
+    usage: parts.store.usage,
+    limiter: parts.store.limiter,
     authFailures: installAuthFailureGuard(app, config.server.authenticationFailures),
     metrics: parts.metrics,
     now: parts.now ?? Date.now,
   });
   const enforcePolicy = createPolicyHook(parts.metrics);
-  const ownership = createOwnershipHooks({ store: parts.ownership, limiter: parts.limiter });
+  const ownership = createOwnershipHooks({ store: parts.store.ownership, limiter: parts.store.limiter });
   // A create is validated and judged by the tenant's policy before admission claims its requestId and
   // charges it; a request id is checked for ownership by the same admission. Refused requests consume
   // nothing.
   const admit = createAdmitHook({
-    admission: parts.admission,
+    admission: parts.store.admission,
     answerTakenRequestId: ownership.answerTakenRequestId,
   });
 

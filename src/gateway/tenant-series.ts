@@ -3,7 +3,7 @@
 // policy action or usage. Series of tenants a reload removes stay: a counter is never taken back.
 import type { TenantConfig } from '../config/schema.ts';
 import { startPolicyActionsAtZero } from '../policy/record-actions.ts';
-import type { GatewayStore } from './open-store.ts';
+import type { GatewayStore } from '../store/gateway-store.ts';
 import { startUsageCountersAtZero } from '../usage/record.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
 

@@ -1,17 +1,11 @@
-// Rate-limit and store metrics (contract section 10), registered on the registry the caller owns.
-// Labels: tenant and limit ids come from configuration, decisions from the fixed sets below, operations
-// from src/store/operations.ts.
-// Their counters start at 0 for the label values the store in use can produce (see RateLimitMetricsScope).
-import { Counter, Gauge, type Registry } from 'prom-client';
+// Rate-limit decision metrics (contract section 10), registered on the registry the caller owns. Labels:
+// tenant and limit ids come from configuration, decisions from the fixed sets below. Their counters start
+// at 0 for the label values the store in use can produce (see RateLimitMetricsScope). The store's own
+// metrics (round trips, errors, the breaker) are in src/store/metrics.ts.
+import type { Registry } from 'prom-client';
 import type { TenantConfig } from '../config/schema.ts';
-import { CellCounter, CellHistogram } from '../observability/cell-metrics.ts';
-import { STORE_OPERATIONS, type ObserveStore, type StoreOperation } from '../store/operations.ts';
+import { CellCounter } from '../observability/cell-metrics.ts';
 import type { LimitRequest, RateDecision } from './types.ts';
-
-// Store round trips are sub-millisecond when healthy and bounded by commandTimeoutMs when not.
-const STORE_LATENCY_BUCKETS_SECONDS = [
-  0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1,
-];
 
 /** Verdicts the store decides exactly, whatever its kind. */
 export const EXACT_DECISIONS = ['admitted', 'rate_limited', 'not_charged', 'cost_exceeds_limit'] as const;
@@ -30,11 +24,9 @@ export type LimitDecisionLabel =
   | (typeof FALLBACK_DECISIONS)[number]
   | (typeof FAIL_CLOSED_DECISIONS)[number];
 
-/** What the store in use can report: the counters start at 0 for exactly these label values. */
+/** What the store in use can decide: the counters start at 0 for exactly these label values. */
 export interface RateLimitMetricsScope {
   decisions: readonly LimitDecisionLabel[];
-  /** The operations sent to a shared store; none for a store in this process, which cannot fail. */
-  storeOperations: readonly StoreOperation[];
 }
 
 /** The scope of a store as configured: `memory` decides exactly and never fails; `redis` per its failMode. */
@@ -42,9 +34,9 @@ export function rateLimitMetricsScope(
   kind: 'memory' | 'redis',
   failMode: 'open' | 'closed',
 ): RateLimitMetricsScope {
-  if (kind === 'memory') return { decisions: EXACT_DECISIONS, storeOperations: [] };
+  if (kind === 'memory') return { decisions: EXACT_DECISIONS };
   const whileFailing = failMode === 'open' ? FALLBACK_DECISIONS : FAIL_CLOSED_DECISIONS;
-  return { decisions: [...EXACT_DECISIONS, ...whileFailing], storeOperations: STORE_OPERATIONS };
+  return { decisions: [...EXACT_DECISIONS, ...whileFailing] };
 }
 
 export type RateLimitMetrics = ReturnType<typeof createRateLimitMetrics>;
@@ -54,31 +46,6 @@ export function createRateLimitMetrics(registry: Registry, scope: RateLimitMetri
     name: 'gengate_rate_limit_decisions_total',
     help: 'Rate-limit verdicts per applicable limit; not_charged: the limit had room but another refused.',
     labelNames: ['tenant', 'limit', 'decision'] as const,
-    registers: [registry],
-  });
-  const storeDuration = new CellHistogram({
-    name: 'gengate_store_operation_duration_seconds',
-    help: 'Time waiting on the shared store, failures included.',
-    labelNames: ['operation'] as const,
-    buckets: STORE_LATENCY_BUCKETS_SECONDS,
-    registers: [registry],
-  });
-  const storeErrors = new Counter({
-    name: 'gengate_store_errors_total',
-    help: 'Store operations that failed or timed out.',
-    labelNames: ['operation'] as const,
-    registers: [registry],
-  });
-  for (const operation of scope.storeOperations) storeErrors.inc({ operation }, 0);
-  const storeDegraded = new Gauge({
-    name: 'gengate_store_degraded',
-    help: '1 while the shared store is failing and rate limits are served by fallback or refused.',
-    registers: [registry],
-  });
-  storeDegraded.set(0);
-  const breakerTrips = new Counter({
-    name: 'gengate_store_breaker_trips_total',
-    help: 'Times the store circuit breaker opened: requests bypassed the store until a probe succeeded.',
     registers: [registry],
   });
   return {
@@ -94,16 +61,6 @@ export function createRateLimitMetrics(registry: Registry, scope: RateLimitMetri
       for (const [index, request] of requests.entries()) {
         decisions.labels(tenantId, request.id, labelFor(decision, index, request)).inc();
       }
-    },
-    observeStore: ((operation, seconds, failed) => {
-      storeDuration.labels(operation).observe(seconds);
-      if (failed) storeErrors.inc({ operation });
-    }) satisfies ObserveStore,
-    setDegraded(degraded: boolean): void {
-      storeDegraded.set(degraded ? 1 : 0);
-    },
-    recordBreakerTrip(): void {
-      breakerTrips.inc();
     },
   };
 }

@@ -1,6 +1,7 @@
 // What each tenant used, as the gateway saw it (contract section 7, `account: gateway`), per calendar
 // month (UTC) and for the tenant's lifetime. Usage is kept as flat counters (`field -> number`), which
-// both meters store: in this process (store.kind memory) or in Redis hashes (src/usage/redis-meter.ts).
+// both meters store: in this process (src/store/memory/usage-meter.ts) or in Redis hashes
+// (src/store/redis/usage-meter.ts).
 import type { RouteId } from '../config/route-ids.ts';
 
 export interface UsageCounters {
@@ -138,40 +139,5 @@ export function periodKeys(
       keysByTenant.set(tenantId, keys);
     }
     return keys;
-  };
-}
-
-/** store.kind memory: one replica, usage lost on restart. */
-export function createMemoryUsageMeter(onReportedCostCounted?: OnReportedCostCounted): UsageMeter {
-  const counters = new Map<string, UsageFields>();
-  // Request ids whose reported cost was counted. Bounded by the requests this replica forwarded in its
-  // lifetime, like the rest of the memory store, which is for a single replica and the demo.
-  const costCounted = new Set<string>();
-  const keysOf = periodKeys((tenantId, period) => `${tenantId}\u0000${period}`);
-  const fieldsOf = (key: string) => {
-    let fields = counters.get(key);
-    if (fields === undefined) counters.set(key, (fields = new Map<string, number>()));
-    return fields;
-  };
-
-  return {
-    record(tenantId, event, nowMs) {
-      if (event.kind === 'reportedCost') {
-        const once = `${tenantId}\u0000${event.requestId}`;
-        if (costCounted.has(once)) return;
-        costCounted.add(once);
-        onReportedCostCounted?.(tenantId, event.costUsd);
-      }
-      for (const key of keysOf(tenantId, nowMs)) addEvent(fieldsOf(key), event);
-    },
-    report(tenantId, nowMs) {
-      const [monthKey, lifetimeKey] = keysOf(tenantId, nowMs);
-      return Promise.resolve({
-        month: utcMonth(nowMs),
-        currentMonth: countersFromFields(counters.get(monthKey) ?? new Map<string, number>()),
-        lifetime: countersFromFields(counters.get(lifetimeKey) ?? new Map<string, number>()),
-      });
-    },
-    close: () => Promise.resolve(),
   };
 }

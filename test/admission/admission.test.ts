@@ -9,7 +9,8 @@ import { createMetrics } from '../../src/observability/metrics.ts';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import type { GatewayConfig } from '../../src/config/schema.ts';
 import type { LimitRequest } from '../../src/ratelimit/types.ts';
-import { openStore, type GatewayStore } from '../../src/gateway/open-store.ts';
+import type { GatewayStore } from '../../src/store/gateway-store.ts';
+import { openStore } from '../../src/store/open-store.ts';
 import { clientCommandsDuring, startRedisServer, type RedisServer } from '../support/redis-server.ts';
 import { waitFor } from '../support/wait-for.ts';
 

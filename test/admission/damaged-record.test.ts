@@ -12,7 +12,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { GatewayConfig } from '../../src/config/schema.ts';
 import { createMetrics } from '../../src/observability/metrics.ts';
 import type { LimitRequest } from '../../src/ratelimit/types.ts';
-import { openStore, type GatewayStore } from '../../src/gateway/open-store.ts';
+import type { GatewayStore } from '../../src/store/gateway-store.ts';
+import { openStore } from '../../src/store/open-store.ts';
 import { startGatewayHarness } from '../support/gateway-harness.ts';
 import {
   startRedisCluster,

@@ -6,6 +6,8 @@ import { describe, expect, it } from 'vitest';
 // The folders of src/ form a layered graph: a folder may import another only if that one never imports it
 // back, directly or through others. Domain folders export plain functions and types; the gateway's glue
 // (src/gateway/) and the root files (app.ts, main.ts, cli.ts) compose them, never the other way round.
+// The store is one part: its backends (src/store/memory/, src/store/redis/) are reached only through
+// src/store/'s own modules, and Redis is spoken nowhere else.
 
 const SOURCE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../src');
 const ROOT_MODULE = '(root)';
@@ -26,8 +28,13 @@ const DOMAIN_FOLDERS = [
   'config',
 ];
 
+const STORE_FOLDER = 'store';
+const STORE_BACKENDS = ['store/memory/', 'store/redis/'];
+const REDIS_BACKEND = 'store/redis/';
+
 // `import ... from './x.ts'`, `import type ...`, `export ... from` and side-effect `import './x.ts'`.
 const RELATIVE_SPECIFIER = /^\s*(?:import|export)\b[^'"]*?(?:\bfrom\s*)?['"](\.{1,2}\/[^'"]+)['"]/gm;
+const REDIS_CLIENT_IMPORT = /^\s*(?:import|export)\b[^'"]*?(?:\bfrom\s*)?['"]ioredis['"]/m;
 
 interface ImportEdge {
   from: string;
@@ -159,6 +166,24 @@ describe('the import graph of src/', () => {
     const graph = folderGraph(edges);
     const report = folderCycles(graph).map((component) => describeComponent(component, graph, edges));
     expect(report.join('\n\n')).toBe('');
+  });
+
+  it('reaches the store backends only through src/store/', () => {
+    const reachedInto = edges
+      .filter(
+        ({ from, imported }) =>
+          from !== STORE_FOLDER && STORE_BACKENDS.some((backend) => imported.startsWith(backend)),
+      )
+      .map(({ importer, imported }) => `${importer} -> ${imported}`);
+    expect([...new Set(reachedInto)]).toEqual([]);
+  });
+
+  it('speaks Redis only in src/store/redis/', () => {
+    const redisClients = sourceFiles(SOURCE_ROOT)
+      .filter((file) => REDIS_CLIENT_IMPORT.test(readFileSync(file, 'utf8')))
+      .map((file) => relative(SOURCE_ROOT, file).split(sep).join('/'));
+    expect(redisClients.length).toBeGreaterThan(0);
+    expect(redisClients.filter((file) => !file.startsWith(REDIS_BACKEND))).toEqual([]);
   });
 
   it('keeps domain folders free of the gateway glue and the app', () => {

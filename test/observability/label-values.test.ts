@@ -13,7 +13,7 @@ import {
 } from '../../src/observability/metrics.ts';
 import { POLICY_RULES } from '../../src/policy/outcome.ts';
 import { EXACT_DECISIONS } from '../../src/ratelimit/metrics.ts';
-import { STORE_OPERATIONS } from '../../src/store/operations.ts';
+import { STORE_OPERATIONS } from '../../src/store/metrics.ts';
 import { routeSchemaFor } from '../../src/validation/request-schemas.ts';
 import { useGatewayHarness, useMetricsScraper } from '../support/gateway-harness.ts';
 import { sendRaw } from '../support/raw-http.ts';

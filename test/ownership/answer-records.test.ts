@@ -1,4 +1,4 @@
-// The records of the answers that land in one turn of the event loop (src/store/batch-per-turn.ts): on a
+// The records of the answers that land in one turn of the event loop (src/store/redis/batch-per-turn.ts): on a
 // single Redis one script call writes them all, each with exactly the outcome it would have had alone,
 // and a failing call sends every one of them to the fail-open path; on a Cluster each record goes alone,
 // since one script may touch only one slot.
@@ -10,7 +10,8 @@ import { createMetrics } from '../../src/observability/metrics.ts';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { GatewayConfig } from '../../src/config/schema.ts';
 import type { SubmissionResponse } from '../../src/ownership/store.ts';
-import { openStore, type GatewayStore } from '../../src/gateway/open-store.ts';
+import type { GatewayStore } from '../../src/store/gateway-store.ts';
+import { openStore } from '../../src/store/open-store.ts';
 import {
   clientCommandsDuring,
   startRedisCluster,

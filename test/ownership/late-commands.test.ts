@@ -4,10 +4,10 @@
 // attempt's record, never a claim made since.
 import { randomUUID } from 'node:crypto';
 import { expect, test } from 'vitest';
-import { createRedisOwnershipStore, defineUndoClaim } from '../../src/ownership/redis-store.ts';
-import { createStoreBreaker } from '../../src/store/circuit-breaker.ts';
-import { createStoreClock, microsOfTime } from '../../src/store/store-clock.ts';
-import { createUndoOnRecovery } from '../../src/store/undo-on-recovery.ts';
+import { createRedisOwnershipStore, defineUndoClaim } from '../../src/store/redis/ownership-store.ts';
+import { createStoreBreaker } from '../../src/store/redis/circuit-breaker.ts';
+import { createStoreClock, microsOfTime } from '../../src/store/redis/store-clock.ts';
+import { createUndoOnRecovery } from '../../src/store/redis/undo-on-recovery.ts';
 import { useGatewayRedis } from '../support/gateway-redis.ts';
 
 const silent = { info: () => undefined, warn: () => undefined };

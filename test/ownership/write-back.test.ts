@@ -4,11 +4,11 @@
 // claim is being written is written too. Against a real Redis, with the breaker driven by the test.
 import { randomUUID } from 'node:crypto';
 import { expect, test } from 'vitest';
-import { createStoreClock } from '../../src/store/store-clock.ts';
-import { createUndoOnRecovery } from '../../src/store/undo-on-recovery.ts';
-import { createRedisOwnershipStore, defineUndoClaim } from '../../src/ownership/redis-store.ts';
+import { createStoreClock } from '../../src/store/redis/store-clock.ts';
+import { createUndoOnRecovery } from '../../src/store/redis/undo-on-recovery.ts';
+import { createRedisOwnershipStore, defineUndoClaim } from '../../src/store/redis/ownership-store.ts';
 import type { OwnershipStore } from '../../src/ownership/store.ts';
-import { createStoreBreaker, type StoreBreaker } from '../../src/store/circuit-breaker.ts';
+import { createStoreBreaker, type StoreBreaker } from '../../src/store/redis/circuit-breaker.ts';
 import { useGatewayRedis } from '../support/gateway-redis.ts';
 import { waitFor } from '../support/wait-for.ts';
 

@@ -2,7 +2,7 @@
 // expires by itself.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rateLimitHeaders } from '../../src/ratelimit/headers.ts';
-import { rateLimitKey } from '../../src/ratelimit/redis-limiter.ts';
+import { rateLimitKey } from '../../src/store/redis/keys.ts';
 import type { LimitRequest } from '../../src/ratelimit/types.ts';
 import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
 import { startTestLimiter, type TestLimiter } from './limiter-support.ts';

@@ -1,16 +1,17 @@
 // Builds rate limiters the way the gateway will: a real connection through createRedisConnection, its own
 // metrics registry, and a teardown that closes all of it.
-import { createStoreClock } from '../../src/store/store-clock.ts';
 import { Registry } from 'prom-client';
 import { createRateLimitMetrics, rateLimitMetricsScope } from '../../src/ratelimit/metrics.ts';
-import { createRedisRateLimiter, type RedisRateLimiterOptions } from '../../src/ratelimit/redis-limiter.ts';
 import type { RateLimiter } from '../../src/ratelimit/types.ts';
-import { createConnectionBreaker } from '../../src/store/circuit-breaker.ts';
+import { createStoreMetrics, STORE_OPERATIONS } from '../../src/store/metrics.ts';
+import { createConnectionBreaker } from '../../src/store/redis/circuit-breaker.ts';
 import {
   createRedisConnection,
   waitUntilConnected,
   type RedisConnectionOptions,
-} from '../../src/store/redis.ts';
+} from '../../src/store/redis/connection.ts';
+import { createRedisRateLimiter, type RedisRateLimiterOptions } from '../../src/store/redis/rate-limiter.ts';
+import { createStoreClock } from '../../src/store/redis/store-clock.ts';
 
 /** The timeout the failure tests measure against. */
 export const TEST_COMMAND_TIMEOUT_MS = 100;
@@ -25,7 +26,9 @@ export interface TestLimiter {
 }
 
 export type TestLimiterOptions = Partial<
-  Omit<RedisRateLimiterOptions, 'connection' | 'metrics' | 'breaker' | 'clock'> & { probeIntervalMs: number }
+  Omit<RedisRateLimiterOptions, 'connection' | 'metrics' | 'observeStore' | 'breaker' | 'clock'> & {
+    probeIntervalMs: number;
+  }
 >;
 
 export async function startTestLimiter(
@@ -40,11 +43,13 @@ export async function startTestLimiter(
     registry,
     rateLimitMetricsScope('redis', options.failMode ?? 'open'),
   );
+  const storeMetrics = createStoreMetrics(registry, STORE_OPERATIONS);
   const breaker = createConnectionBreaker(connection, {
     commandTimeoutMs,
-    observeStore: metrics.observeStore,
+    observeStore: storeMetrics.observeStore,
     ...(probeIntervalMs === undefined ? {} : { probeIntervalMs }),
   });
+  storeMetrics.observeBreaker(breaker);
   const limiter = createRedisRateLimiter({
     failMode: 'open',
     ...options,
@@ -52,6 +57,7 @@ export async function startTestLimiter(
     connection,
     breaker,
     metrics,
+    observeStore: storeMetrics.observeStore,
     clock: createStoreClock(),
   });
   return {

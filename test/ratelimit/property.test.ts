@@ -3,7 +3,7 @@
 // tenants and replicas. Time is driven through the script's test-only injected clock.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rateLimitHeaders } from '../../src/ratelimit/headers.ts';
-import { createMemoryRateLimiter } from '../../src/ratelimit/memory-limiter.ts';
+import { createMemoryRateLimiter } from '../../src/store/memory/rate-limiter.ts';
 import type { LimitRequest, RateLimiter } from '../../src/ratelimit/types.ts';
 import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
 import { manualClock, startTestLimiter, type TestLimiter } from './limiter-support.ts';

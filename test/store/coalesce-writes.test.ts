@@ -4,8 +4,12 @@
 import { createServer, connect, type Server, type AddressInfo, type Socket } from 'node:net';
 import { Cluster, type Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { turnScheduleOf } from '../../src/store/coalesce-writes.ts';
-import { createRedisConnection, waitUntilConnected, type RedisConnection } from '../../src/store/redis.ts';
+import { turnScheduleOf } from '../../src/store/redis/coalesce-writes.ts';
+import {
+  createRedisConnection,
+  waitUntilConnected,
+  type RedisConnection,
+} from '../../src/store/redis/connection.ts';
 import {
   startRedisCluster,
   startRedisServer,

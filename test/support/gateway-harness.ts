@@ -18,7 +18,7 @@ import { createMetrics, type GatewayMetrics } from '../../src/observability/metr
 import { startTenantCountersAtZero } from '../../src/gateway/tenant-series.ts';
 import type { RateLimiter } from '../../src/ratelimit/types.ts';
 import { startSimulator } from '../../src/simulator/server.ts';
-import { openStore } from '../../src/gateway/open-store.ts';
+import { openStore } from '../../src/store/open-store.ts';
 import { createUpstreamClient, upstreamClientOptions } from '../../src/upstream/client.ts';
 import type { ReceivedRequest } from '../../src/simulator/record.ts';
 import { startRedisServer, type RedisServer } from './redis-server.ts';
@@ -146,10 +146,7 @@ tenants:
     credentials: { get: (name) => UPSTREAM_TOKENS[name as keyof typeof UPSTREAM_TOKENS] },
     metrics,
     upstream,
-    usage: store.usage,
-    limiter: store.limiter,
-    ownership: store.ownership,
-    admission: store.admission,
+    store,
   });
   app.server.on('connection', searchWhatIsWritten);
   const url = await app.listen({ host: '127.0.0.1', port: 0 });

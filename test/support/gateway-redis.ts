@@ -3,7 +3,7 @@
 // planting keys; stopped after them.
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll } from 'vitest';
-import type { RedisConnection } from '../../src/store/redis.ts';
+import type { RedisConnection } from '../../src/store/redis/connection.ts';
 import { connectAsGateway, startRedisServer, type RedisServer } from './redis-server.ts';
 
 export interface GatewayRedis {

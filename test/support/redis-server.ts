@@ -6,7 +6,11 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { createRedisConnection, waitUntilConnected, type RedisConnection } from '../../src/store/redis.ts';
+import {
+  createRedisConnection,
+  waitUntilConnected,
+  type RedisConnection,
+} from '../../src/store/redis/connection.ts';
 import { freePort } from './free-port.ts';
 import { waitFor } from './wait-for.ts';
 

@@ -3,7 +3,7 @@
 // of memory and written them after the read, so the report counted them nowhere (seen in CI as a
 // tenant's own earlier `account.usage` reads missing from its report). Against a real Redis.
 import { expect, test } from 'vitest';
-import { createRedisUsageMeter } from '../../src/usage/redis-meter.ts';
+import { createRedisUsageMeter } from '../../src/store/redis/usage-meter.ts';
 import { useGatewayRedis } from '../support/gateway-redis.ts';
 
 const gatewayRedis = useGatewayRedis();

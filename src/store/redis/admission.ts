@@ -1,50 +1,43 @@
 // Admission on a single Redis in one round trip: one script checks the request id, charges the limits
-// (charge_limits of src/ratelimit/gcra.lua) and claims the id only when the charge is admitted; the
-// requests of one event-loop turn share one call of it. Anything it cannot decide goes the sequential
-// way: a store that is failing (the shared breaker sends both steps to their fallbacks), a charge decided
-// without the store, or an id the store does not know but this replica may have claimed while the store
-// was down.
-import {
-  NO_RECORD_REPLY,
-  decodeRecord,
-  ownershipKey,
-  pendingClaimRecord,
-  refuseKeyWithoutRecord,
-  type UndoClaim,
-} from '../ownership/redis-store.ts';
-import { claimOutcomeOf, type OwnershipStore } from '../ownership/store.ts';
-import { decideWithoutStore } from '../ratelimit/decision.ts';
-import type { RateLimitMetrics } from '../ratelimit/metrics.ts';
-import {
-  CHARGE_LIMITS_LUA,
-  StoreDeadlinePassedError,
-  chargeClockArgs,
-  decisionFromReply,
-  isExpiredReply,
-  pushChargeInput,
-} from '../ratelimit/redis-limiter.ts';
-import type { LimitRequest, RateLimiter } from '../ratelimit/types.ts';
-import type { StoreBreaker } from '../store/circuit-breaker.ts';
-import { batchPerTurn } from '../store/batch-per-turn.ts';
-import { turnScheduleOf } from '../store/coalesce-writes.ts';
-import { commandDeadline, defineScript, type RedisConnection, type StoreLogger } from '../store/redis.ts';
-import type { StoreClock } from '../store/store-clock.ts';
-import type { UndoOnRecovery } from '../store/undo-on-recovery.ts';
+// (charge_limits of gcra.lua) and claims the id only when the charge is admitted; the requests of one
+// event-loop turn share one call of it. Anything it cannot decide goes the sequential way: a store that
+// is failing (the shared breaker sends both steps to their fallbacks), a charge decided without the
+// store, or an id the store does not know but this replica may have claimed while the store was down.
 import {
   createSequentialAdmission,
   type Admission,
   type AdmissionResult,
   type RequestIdCheck,
-} from './admission.ts';
+} from '../../admission/admission.ts';
+import { claimOutcomeOf, type OwnershipStore } from '../../ownership/store.ts';
+import { decideWithoutStore } from '../../ratelimit/decision.ts';
+import type { RateLimitMetrics } from '../../ratelimit/metrics.ts';
+import type { LimitRequest, RateLimiter } from '../../ratelimit/types.ts';
+import type { ObserveStore } from '../metrics.ts';
+import { batchPerTurn } from './batch-per-turn.ts';
+import { CHARGE_LIMITS_LUA, chargeClockArgs, decisionFromReply, pushChargeInput } from './charge-limits.ts';
+import type { StoreBreaker } from './circuit-breaker.ts';
+import { turnScheduleOf } from './coalesce-writes.ts';
+import { commandDeadline, defineScript, type RedisConnection, type StoreLogger } from './connection.ts';
+import { ownershipKey } from './keys.ts';
+import {
+  NO_RECORD_REPLY,
+  decodeRecord,
+  pendingClaimRecord,
+  refuseKeyWithoutRecord,
+} from './ownership-record.ts';
+import type { UndoClaim } from './ownership-store.ts';
+import { StoreDeadlinePassedError, isExpiredReply, type StoreClock } from './store-clock.ts';
+import type { UndoOnRecovery } from './undo-on-recovery.ts';
 
 // One admission: its id's record (`<tenant>` or `<tenant> ~<token>` pending, `<tenant> <response>`
-// completed; see ownership/redis-store), its limits' keys and charge_limits' arguments, as charge_limits
+// completed; see ownership-record.ts), its limits' keys and charge_limits' arguments, as charge_limits
 // takes them. Reply: {'taken', record} | {'not_owned'} | {'unknown'} | {'charged', charge_limits' reply} |
 // {'no_record'} (the id's key holds something else than a record: refuseKeyWithoutRecord).
 //
-// The script admits a turn's requests in order (src/store/batch-per-turn.ts), all at one moment (one
+// The script admits a turn's requests in order (batch-per-turn.ts), all at one moment (one
 // TIME). ARGV[1] is their number, ARGV[2] and ARGV[3] charge_limits' clock and TTL margin, ARGV[4] the
-// claim's TTL (ms), ARGV[5] the deadline (src/store/store-clock.ts); each request then takes from KEYS its
+// claim's TTL (ms), ARGV[5] the deadline (store-clock.ts); each request then takes from KEYS its
 // record's key and its limits' keys, and from ARGV its limit count, `claim` or `own`, its tenant, the
 // pending record its claim writes and 3 arguments per limit (charge_limits' own). Reply: this server's µs
 // then one reply per request, or {'expired', µs} when the gateway had already given up on the call.
@@ -99,6 +92,7 @@ export interface RedisAdmissionOptions {
   ownershipTtlMs: number;
   limiter: RateLimiter;
   metrics: RateLimitMetrics;
+  observeStore: ObserveStore;
   logger: StoreLogger;
   /** The store's clock as replies show it (each call carries a deadline in it). */
   clock: StoreClock;
@@ -110,7 +104,7 @@ export interface RedisAdmissionOptions {
 }
 
 export function createRedisAdmission(options: RedisAdmissionOptions): Admission {
-  const { breaker, metrics, clock } = options;
+  const { breaker, metrics, observeStore, clock } = options;
   const bounded = commandDeadline(options.connection, options.commandTimeoutMs);
   const sequential = createSequentialAdmission(options.ownership, options.limiter);
   const runScript = defineScript(options.connection, 'gengateAdmit', ADMISSION_LUA);
@@ -135,7 +129,7 @@ export function createRedisAdmission(options: RedisAdmissionOptions): Admission 
     return reply.slice(1) as unknown[];
   };
   // The requests admitted in one turn share one call, the last of the turn's commands: after the answers
-  // recorded in it, so a repeat sees its original's (src/store/coalesce-writes.ts).
+  // recorded in it, so a repeat sees its original's (coalesce-writes.ts).
   const turn = turnScheduleOf(options.connection);
   if (turn === undefined) throw new Error('admission in one call needs a single Redis connection');
   const admitInStore = batchPerTurn(sendAdmissions, turn.atTurnEnd).add;
@@ -154,10 +148,10 @@ export function createRedisAdmission(options: RedisAdmissionOptions): Admission 
     const started = performance.now();
     try {
       const reply = await bounded(admitInStore(call));
-      metrics.observeStore('admission', (performance.now() - started) / 1000, false);
+      observeStore('admission', (performance.now() - started) / 1000, false);
       return reply;
     } catch (error) {
-      metrics.observeStore('admission', (performance.now() - started) / 1000, true);
+      observeStore('admission', (performance.now() - started) / 1000, true);
       // The store may have claimed and charged, or may still: undone once it answers, which the tripped
       // breaker waits for. A read claims nothing, so nothing would tell whether its charge was made in time
       // (made late, the deadline voids it): it stays, one unit at most per read in flight at the failure.

@@ -9,7 +9,7 @@
 // before it ran while the gateway was still waiting, and one that runs after it did nothing. Clock drift
 // between two replies is negligible next to a command timeout; the offset is refreshed by every reply.
 import { performance } from 'node:perf_hooks';
-import type { RedisConnection } from './redis.ts';
+import type { RedisConnection } from './connection.ts';
 
 const MICROS_PER_MS = 1_000;
 
@@ -59,4 +59,19 @@ export function learnClockOnConnect(connection: RedisConnection, clock: StoreClo
   };
   connection.on('ready', learn);
   if (connection.status === 'ready') learn();
+}
+
+/** Thrown for a reply saying the store ran the call after its deadline. */
+export class StoreDeadlinePassedError extends Error {
+  constructor() {
+    super('the store ran the call after its deadline; it changed nothing');
+    this.name = 'StoreDeadlinePassedError';
+  }
+}
+
+/** Whether `reply` is a script's {'expired', µs}; the store's µs go to `clock` either way. */
+export function isExpiredReply(reply: unknown, clock: StoreClock): boolean {
+  if (!Array.isArray(reply) || reply[0] !== 'expired') return false;
+  if (typeof reply[1] === 'number') clock.observe(reply[1]);
+  return true;
 }

@@ -3,7 +3,7 @@
 // queue), are never re-sent after a connection loss (a script that may have run must not run twice), and
 // reconnection happens in the background with a capped backoff.
 import { Cluster, Redis } from 'ioredis';
-import { DEFAULT_REDIS_URL } from '../config/schema.ts';
+import { DEFAULT_REDIS_URL } from '../../config/schema.ts';
 import { coalesceWrites } from './coalesce-writes.ts';
 
 export type RedisConnection = Redis | Cluster;
@@ -172,14 +172,6 @@ export async function withDeadline<T>(operation: Promise<T>, timeoutMs: number):
 export function isWrongTypeReply(error: unknown): boolean {
   // ioredis types its ReplyError class as any; its name says what it is.
   return error instanceof Error && error.name === 'ReplyError' && error.message.startsWith('WRONGTYPE ');
-}
-
-/**
- * Every key of one tenant carries the same Cluster hash tag, so multi-key scripts over a tenant's keys
- * never cross slots. ioredis adds `keyPrefix` in front.
- */
-export function tenantKey(tenantId: string, suffix: string): string {
-  return `{tenant:${tenantId}}:${suffix}`;
 }
 
 /** KEYS then ARGV; an array argument stands for its elements (ioredis flattens one level). */

@@ -10,7 +10,7 @@
 // (store-clock.ts) make sure that the command given up on cannot run after its undo: by the time an undo
 // can run, the original either ran in time or never takes effect.
 import type { StoreBreaker } from './circuit-breaker.ts';
-import type { StoreLogger } from './redis.ts';
+import type { StoreLogger } from './connection.ts';
 
 export type Undo = () => Promise<unknown>;
 

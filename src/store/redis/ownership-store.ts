@@ -1,70 +1,44 @@
 // store.kind redis: one key per request id, so every replica sees every claim. Each operation is one
 // bounded round trip on one key (Cluster-safe), except that on a single Redis the answers recorded in one
-// event-loop turn share one call (src/store/batch-per-turn.ts). When the store fails, a circuit breaker
-// keeps it off the request path until a probe answers; meanwhile `failMode` decides (see
-// docs/ownership.md): `closed` refuses with store_unavailable, `open` claims in a per-replica memory
-// store and writes those records back once the store answers. Neither mode ever lets a tenant reach an
-// id the gateway cannot tie to it.
-import { randomBytes } from 'node:crypto';
-import { gatewayError } from '../errors/registry.ts';
-import {
-  CHARGE_LIMITS_LUA,
-  StoreDeadlinePassedError,
-  chargeClockArgs,
-  isExpiredReply,
-  pushChargeInput,
-} from '../ratelimit/redis-limiter.ts';
-import type { LimitRequest } from '../ratelimit/types.ts';
+// event-loop turn share one call (batch-per-turn.ts). When the store fails, a circuit breaker keeps it off
+// the request path until a probe answers; meanwhile `failMode` decides (see docs/ownership.md): `closed`
+// refuses with store_unavailable, `open` claims in a per-replica memory store and writes those records
+// back once the store answers. Neither mode ever lets a tenant reach an id the gateway cannot tie to it.
+import { gatewayError } from '../../errors/registry.ts';
+import { canonicalRequestId, claimOutcomeOf, type OwnershipStore } from '../../ownership/store.ts';
+import type { LimitRequest } from '../../ratelimit/types.ts';
+import type { ObserveStore } from '../metrics.ts';
+import { createMemoryOwnershipStore } from '../memory/ownership-store.ts';
+import { batchPerTurn } from './batch-per-turn.ts';
+import { CHARGE_LIMITS_LUA, chargeClockArgs, pushChargeInput } from './charge-limits.ts';
 import {
   STORE_UNAVAILABLE_RETRY_AFTER_SECONDS,
   type StoreBreaker,
   type StoreFailMode,
-} from '../store/circuit-breaker.ts';
-import type { ObserveStore } from '../store/operations.ts';
-import { batchPerTurn } from '../store/batch-per-turn.ts';
-import { turnScheduleOf } from '../store/coalesce-writes.ts';
+} from './circuit-breaker.ts';
+import { turnScheduleOf } from './coalesce-writes.ts';
 import {
   commandDeadline,
   defineScript,
   isWrongTypeReply,
   type RedisConnection,
   type StoreLogger,
-} from '../store/redis.ts';
-import type { StoreClock } from '../store/store-clock.ts';
-import type { UndoOnRecovery } from '../store/undo-on-recovery.ts';
-import { createMemoryOwnershipStore } from './memory-store.ts';
+} from './connection.ts';
+import { ownershipKey } from './keys.ts';
 import {
-  canonicalRequestId,
-  claimOutcomeOf,
-  type OwnershipRecord,
-  type OwnershipStore,
-  type SubmissionResponse,
-} from './store.ts';
-
-/** What the scripts answer for an id whose key holds another type than a record's string. */
-export const NO_RECORD_REPLY = 'no_record';
-
-// A record is `<tenant>` or `<tenant> ~<token>` while pending, `<tenant> <JSON of the response>` once
-// completed; tenant ids never contain a space, so the owner is readable without decoding the rest (in Lua
-// too, see src/admission/redis-admission.ts). A claim made in Redis carries a token of its own attempt, so
-// that undoing an attempt the gateway gave up on never removes a claim made since (a record written back
-// after an outage has none: nothing undoes those).
-const OWNER_SEPARATOR = ' ';
-const PENDING_TOKEN_MARK = '~';
-// Tokens are unique per replica run and attempt: a random tag, then a counter.
-const REPLICA_TAG = randomBytes(6).toString('base64url');
-let attemptsIssued = 0;
-
-/** The pending record of a new claim attempt by `tenantId`, unique to that attempt. */
-export function pendingClaimRecord(tenantId: string): string {
-  attemptsIssued += 1;
-  return `${tenantId}${OWNER_SEPARATOR}${PENDING_TOKEN_MARK}${REPLICA_TAG}.${attemptsIssued}`;
-}
+  NO_RECORD_REPLY,
+  decodeRecord,
+  encodeRecord,
+  pendingClaimRecord,
+  refuseKeyWithoutRecord,
+} from './ownership-record.ts';
+import { StoreDeadlinePassedError, isExpiredReply, type StoreClock } from './store-clock.ts';
+import type { UndoOnRecovery } from './undo-on-recovery.ts';
 
 // ARGV[1] the attempt's pending record, ARGV[2] its lifetime (ms), ARGV[3] the deadline (see
-// src/store/store-clock.ts). Reply: {'expired', µs} past the deadline, otherwise {this server's µs}
-// when this call claimed the id, {µs, existing record} when it did not, and {µs, 'no_record', 1} when
-// the key holds something else than a record (see refuseKeyWithoutRecord).
+// store-clock.ts). Reply: {'expired', µs} past the deadline, otherwise {this server's µs} when this call
+// claimed the id, {µs, existing record} when it did not, and {µs, 'no_record', 1} when the key holds
+// something else than a record (see refuseKeyWithoutRecord).
 const CLAIM_LUA = `
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
@@ -100,7 +74,7 @@ return 0`;
 
 /**
  * Undoes an attempt to claim `requestId` with `record`, and gives back its charge against `limits` when
- * it was made with one (src/admission/redis-admission.ts); a no-op once the id holds anything else.
+ * it was made with one (admission.ts); a no-op once the id holds anything else.
  */
 export type UndoClaim = (
   requestId: string,
@@ -169,60 +143,6 @@ export interface RedisOwnershipStoreOptions {
   undoClaim: UndoClaim;
 }
 
-export function ownershipKey(requestId: string): string {
-  return `request:${canonicalRequestId(requestId)}`;
-}
-
-function encodeRecord(tenantId: string, response: SubmissionResponse | undefined): string {
-  if (response === undefined) return tenantId;
-  const stored = {
-    status: response.status,
-    contentType: response.contentType,
-    body: response.body.toString('base64'),
-  };
-  return `${tenantId}${OWNER_SEPARATOR}${JSON.stringify(stored)}`;
-}
-
-function decodeResponse(text: string): SubmissionResponse | undefined {
-  try {
-    const stored = JSON.parse(text) as { status?: unknown; contentType?: unknown; body?: unknown };
-    if (typeof stored.status !== 'number' || typeof stored.body !== 'string') return undefined;
-    return {
-      status: stored.status,
-      contentType: typeof stored.contentType === 'string' ? stored.contentType : undefined,
-      body: Buffer.from(stored.body, 'base64'),
-    };
-  } catch {
-    // A damaged response still names its owner: it reads as pending, which refuses safely.
-    return undefined;
-  }
-}
-
-/** A stored record, as read from the store. */
-export function decodeRecord(value: string): OwnershipRecord {
-  const separator = value.indexOf(OWNER_SEPARATOR);
-  if (separator < 0) return { tenantId: value, response: undefined };
-  return { tenantId: value.slice(0, separator), response: decodeResponse(value.slice(separator + 1)) };
-}
-
-/**
- * An id whose key holds another type than a record's string: written by something else than gengate
- * sharing the key space, or damaged. The store answered, so this is that id's fault alone: its request
- * is refused as if another tenant held the id (409 on a create, 404 on a read or cancel: the client can
- * go on at once with another id), and the breaker, which every tenant shares, stays closed. Overwriting
- * the key could destroy what its writer keeps there; the operator is told which key to look at.
- */
-export function refuseKeyWithoutRecord(
-  logger: StoreLogger,
-  connection: RedisConnection,
-  requestId: string,
-): void {
-  logger.warn(
-    { requestId, key: `${connection.options.keyPrefix ?? ''}${ownershipKey(requestId)}` },
-    "a request id's key holds no record (another type); the id is refused as taken",
-  );
-}
-
 const KEY_WITHOUT_RECORD = Symbol('key without record');
 
 /**
@@ -266,7 +186,7 @@ export function createRedisOwnershipStore(options: RedisOwnershipStoreOptions): 
   const writeOne = async (record: RecordWrite): Promise<Written> =>
     (await writeRecords([record]))[0] as Written;
   // The answers landing in one turn are recorded in one call, sent before any later command so that
-  // whatever reads the id next sees the answer (src/store/coalesce-writes.ts). A Cluster spreads request
+  // whatever reads the id next sees the answer (coalesce-writes.ts). A Cluster spreads request
   // ids over its slots, and one script may only touch one slot, so there each record goes alone.
   const turn = turnScheduleOf(connection);
   const answerRecords = turn === undefined ? undefined : batchPerTurn(writeRecords, turn.beforeNextCommand);

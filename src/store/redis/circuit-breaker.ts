@@ -2,8 +2,8 @@
 // to wait out, no connection attempt) until a background probe succeeds, then it closes by itself. One
 // breaker per connection: the rate limiter and request ownership share it, so one failed call takes both
 // off the store at once and one probe brings both back.
-import type { ObserveStore } from './operations.ts';
-import { commandDeadline, type RedisConnection } from './redis.ts';
+import type { ObserveStore } from '../metrics.ts';
+import { commandDeadline, type RedisConnection } from './connection.ts';
 
 /** What a store user does while the store cannot answer: serve from a per-replica fallback, or refuse. */
 export type StoreFailMode = 'open' | 'closed';

@@ -7,14 +7,14 @@
 // every request that was ready) sends them together, without waiting for any earlier reply: unlike
 // ioredis's auto-pipelining, which holds new commands back while a batch is in flight.
 //
-// Calls batched per turn (src/store/batch-per-turn.ts) leave in the turn's write too, and in an order that
+// Calls batched per turn (batch-per-turn.ts) leave in the turn's write too, and in an order that
 // keeps what a request reads up to date: the records of answers go before any later command (so a
 // repeat admitted in the same turn sees its original's answer, whatever path its admission takes), and
 // the turn's admissions go at its end, after those records.
 // Nothing is lost at shutdown: closing the connection ends the socket, and ending a stream uncorks it.
 import { Redis } from 'ioredis';
 import type { Writable } from 'node:stream';
-import type { RedisConnection } from './redis.ts';
+import type { RedisConnection } from './connection.ts';
 
 export type Send = () => void;
 

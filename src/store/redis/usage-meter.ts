@@ -2,10 +2,7 @@
 // the store on the request path: each replica adds up its increments and flushes them every second, so
 // a tenant's usage view is at most about a second behind, and a store outage loses nothing that was not
 // yet flushed when the replica stops. A reported cost is counted once per request id across replicas.
-import type { FastifyBaseLogger } from 'fastify';
-import { gatewayError } from '../errors/registry.ts';
-import type { ObserveStore } from '../store/operations.ts';
-import { defineScript, tenantKey, withDeadline, type RedisConnection } from '../store/redis.ts';
+import { gatewayError } from '../../errors/registry.ts';
 import {
   addEvent,
   addFields,
@@ -16,7 +13,10 @@ import {
   type OnReportedCostCounted,
   type UsageFields,
   type UsageMeter,
-} from './meter.ts';
+} from '../../usage/meter.ts';
+import type { ObserveStore } from '../metrics.ts';
+import { defineScript, withDeadline, type RedisConnection, type StoreLogger } from './connection.ts';
+import { costCountedKey, usageKey } from './keys.ts';
 
 const DEFAULT_USAGE_FLUSH_INTERVAL_MS = 1_000;
 // Month hashes outlive their month long enough for a yearly review; the lifetime hash is refreshed on
@@ -47,14 +47,12 @@ interface PendingCost {
 export interface RedisUsageMeterOptions {
   connection: RedisConnection;
   commandTimeoutMs: number;
-  logger: Pick<FastifyBaseLogger, 'warn'>;
+  logger: Pick<StoreLogger, 'warn'>;
   observeStore?: ObserveStore;
   /** Told of each cost this replica counted (the one replica that counted it, when several poll). */
   onReportedCostCounted?: OnReportedCostCounted;
   flushIntervalMs?: number;
 }
-
-const usageKey = (tenantId: string, period: string) => tenantKey(tenantId, `usage:${period}`);
 
 function toFields(hash: Record<string, string>): UsageFields {
   return new Map(Object.entries(hash).map(([field, value]) => [field, Number(value)]));
@@ -98,7 +96,7 @@ export function createRedisUsageMeter(options: RedisUsageMeterOptions): UsageMet
     }
     for (const cost of costs) {
       const keys = [
-        tenantKey(cost.tenantId, `usage-cost-counted:${cost.requestId}`),
+        costCountedKey(cost.tenantId, cost.requestId),
         usageKey(cost.tenantId, cost.month),
         usageKey(cost.tenantId, 'lifetime'),
       ];

@@ -1,9 +1,9 @@
 -- gengate rate limits: GCRA over every limit of one request, charged all-or-nothing, in one round trip.
 -- The reference implementation; src/ratelimit/gcra.ts mirrors it operation for operation. This file only
 -- defines functions: charge_limits (with script_now, server_now and past_deadline), which the limiter's
--- script calls with KEYS and ARGV and the admission script (src/admission/redis-admission.ts) after each
+-- script (rate-limiter.ts) calls with KEYS and ARGV and the admission script (admission.ts) after each
 -- request-id check, with that request's keys and arguments and the moment shared by every request of its
--- call; and refund_limits, which undoes a charge the gateway gave up on (src/store/undo-on-recovery.ts).
+-- call; and refund_limits, which undoes a charge the gateway gave up on (undo-on-recovery.ts).
 --
 -- keys[i]        state of limit i, "<TAT whole µs>:<fraction in 1/limit µs>"; all keys share one hash tag.
 -- argv[1]        "" in production: time comes from this server's TIME, never a client's clock. Tests may
@@ -28,7 +28,7 @@ local function script_now(clock)
 end
 
 -- Whether the caller has given up on this call: `deadline` is this server's µs at which it did ('': no
--- deadline), see src/store/store-clock.ts. A call past it must change nothing.
+-- deadline), see store-clock.ts. A call past it must change nothing.
 local function past_deadline(deadline, server_time)
   return deadline ~= '' and server_time >= tonumber(deadline)
 end

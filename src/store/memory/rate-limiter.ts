@@ -1,10 +1,11 @@
 // Rate limits kept in this process: the store for `store.kind: memory` (one replica) and the per-replica
-// fallback while Redis fails. Same algorithm and numbers as the Redis script (gcra.ts mirrors gcra.lua).
-// Holds one entry per tenant limit ever charged, a set bounded by the configuration.
-import { decide, decideWithoutStore } from './decision.ts';
-import { evaluateLimits, type GcraState } from './gcra.ts';
-import type { RateLimitMetrics } from './metrics.ts';
-import type { LimitRequest, RateDecision, RateLimiter } from './types.ts';
+// fallback while Redis fails. Same algorithm and numbers as the Redis script (src/ratelimit/gcra.ts
+// mirrors src/store/redis/gcra.lua). Holds one entry per tenant limit ever charged, a set bounded by the
+// configuration.
+import { decide, decideWithoutStore } from '../../ratelimit/decision.ts';
+import { evaluateLimits, type GcraState } from '../../ratelimit/gcra.ts';
+import type { RateLimitMetrics } from '../../ratelimit/metrics.ts';
+import type { LimitRequest, RateDecision, RateLimiter } from '../../ratelimit/types.ts';
 
 export interface MemoryRateLimiterOptions {
   /** µs since the epoch; defaults to a monotonic clock anchored at process start. */

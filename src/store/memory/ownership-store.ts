@@ -6,7 +6,7 @@ import {
   type OwnershipRecord,
   type OwnershipStore,
   type SubmissionResponse,
-} from './store.ts';
+} from '../../ownership/store.ts';
 
 interface ExpiringRecord extends OwnershipRecord {
   expiresAtMs: number;

@@ -1,0 +1,23 @@
+// The store as the gateway sees it: one part holding rate limits, usage, request ownership and the
+// admission that decides a request's id and charge together, whichever backend keeps them.
+import type { Admission } from '../admission/admission.ts';
+import type { TenantConfig } from '../config/schema.ts';
+import type { OwnershipStore } from '../ownership/store.ts';
+import type { RateLimiter } from '../ratelimit/types.ts';
+import type { UsageMeter } from '../usage/meter.ts';
+
+/** What one backend opens: in this process (src/store/memory/) or on Redis (src/store/redis/). */
+export interface StoreBackend {
+  limiter: RateLimiter;
+  usage: UsageMeter;
+  /** Who owns each request id; shared by every replica when the store is Redis. */
+  ownership: OwnershipStore;
+  /** A request's id and charge decided together (one store call on a single Redis). */
+  admission: Admission;
+  close(): Promise<void>;
+}
+
+export interface GatewayStore extends StoreBackend {
+  /** Starts the rate-limit decision counters of these tenants' limits at 0 (at start-up and on reload). */
+  startTenantCountersAtZero(tenants: readonly TenantConfig[]): void;
+}

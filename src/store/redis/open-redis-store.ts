@@ -1,0 +1,116 @@
+// store.kind redis: every part of the store on one shared Redis connection (single or Cluster) with one
+// circuit breaker, one clock and one queue of undos, which its users share.
+import { Cluster } from 'ioredis';
+import { createSequentialAdmission } from '../../admission/admission.ts';
+import type { GatewayConfig } from '../../config/schema.ts';
+import type { RateLimitMetrics } from '../../ratelimit/metrics.ts';
+import type { OnReportedCostCounted } from '../../usage/meter.ts';
+import type { StoreBackend } from '../gateway-store.ts';
+import type { StoreMetrics } from '../metrics.ts';
+import { createRedisAdmission } from './admission.ts';
+import { createConnectionBreaker } from './circuit-breaker.ts';
+import { createRedisConnection, waitUntilConnected, type StoreLogger } from './connection.ts';
+import { createRedisOwnershipStore, defineUndoClaim } from './ownership-store.ts';
+import { createRedisRateLimiter } from './rate-limiter.ts';
+import { createStoreClock, learnClockOnConnect } from './store-clock.ts';
+import { createUndoOnRecovery } from './undo-on-recovery.ts';
+import { createRedisUsageMeter } from './usage-meter.ts';
+
+// Start-up only: long enough for a healthy Redis, short enough that a dead one does not hold the
+// process (fail-open replicas serve from the fallback; fail-closed ones stay not ready).
+const STARTUP_CONNECT_WAIT_MS = 2_000;
+
+export async function openRedisStore(
+  store: GatewayConfig['store'],
+  deps: {
+    logger: StoreLogger;
+    metrics: RateLimitMetrics;
+    storeMetrics: StoreMetrics;
+    onReportedCostCounted: OnReportedCostCounted;
+  },
+): Promise<StoreBackend> {
+  const { metrics, storeMetrics } = deps;
+  const connection = createRedisConnection(
+    {
+      url: store.redis.url,
+      ...(store.redis.nodes === undefined ? {} : { nodes: store.redis.nodes }),
+      keyPrefix: store.redis.keyPrefix,
+      commandTimeoutMs: store.redis.commandTimeoutMs,
+    },
+    deps.logger,
+  );
+  const clock = createStoreClock();
+  learnClockOnConnect(connection, clock);
+  await waitUntilConnected(connection, STARTUP_CONNECT_WAIT_MS).catch(() => {
+    deps.logger.warn({}, 'store not reachable at start-up; serving per its failMode until it is');
+  });
+  const { commandTimeoutMs } = store.redis;
+  const ownershipTtlMs = store.ownershipTtlSeconds * 1000;
+  const breaker = createConnectionBreaker(connection, {
+    commandTimeoutMs,
+    observeStore: storeMetrics.observeStore,
+  });
+  storeMetrics.observeBreaker(breaker);
+  // Before any other listener of the breaker: undos go out first when the store answers again.
+  const undos = createUndoOnRecovery(breaker, deps.logger);
+  const undoClaim = defineUndoClaim(connection);
+  const limiter = createRedisRateLimiter({
+    connection,
+    breaker,
+    commandTimeoutMs,
+    failMode: store.failMode,
+    fallbackReplicas: store.replicas,
+    metrics,
+    observeStore: storeMetrics.observeStore,
+    clock,
+    logger: deps.logger,
+  });
+  const usage = createRedisUsageMeter({
+    connection,
+    commandTimeoutMs,
+    logger: deps.logger,
+    observeStore: storeMetrics.observeStore,
+    onReportedCostCounted: deps.onReportedCostCounted,
+  });
+  const ownership = createRedisOwnershipStore({
+    connection,
+    breaker,
+    commandTimeoutMs,
+    failMode: store.failMode,
+    ttlMs: ownershipTtlMs,
+    logger: deps.logger,
+    observeStore: storeMetrics.observeStore,
+    clock,
+    undos,
+    undoClaim,
+  });
+  // In a Cluster an id's key and a tenant's limit keys hash to different slots: no single script.
+  const admission =
+    connection instanceof Cluster
+      ? createSequentialAdmission(ownership, limiter)
+      : createRedisAdmission({
+          connection,
+          breaker,
+          commandTimeoutMs,
+          ownership,
+          ownershipTtlMs,
+          limiter,
+          metrics,
+          observeStore: storeMetrics.observeStore,
+          logger: deps.logger,
+          clock,
+          undos,
+          undoClaim,
+        });
+  return {
+    limiter,
+    usage,
+    ownership,
+    admission,
+    async close() {
+      breaker.stop();
+      await Promise.all([limiter.close(), usage.close(), ownership.close()]);
+      connection.disconnect();
+    },
+  };
+}
