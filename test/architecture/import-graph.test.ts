@@ -4,8 +4,9 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 // The folders of src/ form a layered graph: a folder may import another only if that one never imports it
-// back, directly or through others. Domain folders export plain functions and types; the gateway's glue
-// (src/gateway/) and the root files (app.ts, main.ts, cli.ts) compose them, never the other way round.
+// back, directly or through others. Domain folders export plain functions and types, and know nothing of
+// Fastify; the gateway's glue (src/gateway/) and the root files (app.ts, main.ts, cli.ts) compose them,
+// never the other way round.
 
 const SOURCE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../src');
 const ROOT_MODULE = '(root)';
@@ -28,6 +29,9 @@ const DOMAIN_FOLDERS = [
 
 // `import ... from './x.ts'`, `import type ...`, `export ... from` and side-effect `import './x.ts'`.
 const RELATIVE_SPECIFIER = /^\s*(?:import|export)\b[^'"]*?(?:\bfrom\s*)?['"](\.{1,2}\/[^'"]+)['"]/gm;
+// The same statements naming a package instead of a file.
+const PACKAGE_SPECIFIER = /^\s*(?:import|export)\b[^'"]*?(?:\bfrom\s*)?['"]([^'".][^'"]*)['"]/gm;
+const FASTIFY_PACKAGE = /^(?:fastify|fastify-plugin|@fastify\/.+)$/;
 
 interface ImportEdge {
   from: string;
@@ -61,6 +65,20 @@ function importEdges(): ImportEdge[] {
         imported: relative(SOURCE_ROOT, imported),
       };
     });
+  });
+}
+
+/** Each import of a Fastify package, as `importer -> package`. */
+function fastifyImports(): { folder: string; line: string }[] {
+  return sourceFiles(SOURCE_ROOT).flatMap((importer) => {
+    const text = readFileSync(importer, 'utf8');
+    return [...text.matchAll(PACKAGE_SPECIFIER)]
+      .map((match) => match[1]!)
+      .filter((specifier) => FASTIFY_PACKAGE.test(specifier))
+      .map((specifier) => ({
+        folder: folderOf(importer),
+        line: `${relative(SOURCE_ROOT, importer)} -> ${specifier}`,
+      }));
   });
 }
 
@@ -167,5 +185,17 @@ describe('the import graph of src/', () => {
       .filter(({ to, imported }) => to === GATEWAY_GLUE || imported === 'app.ts')
       .map(({ importer, imported }) => `${importer} -> ${imported}`);
     expect([...new Set(reversed)]).toEqual([]);
+  });
+
+  it('finds the Fastify imports of the glue', () => {
+    expect(fastifyImports().map(({ line }) => line)).toContain('gateway/request-state.ts -> fastify-plugin');
+  });
+
+  it('keeps domain folders free of Fastify', () => {
+    const domainImports = fastifyImports()
+      .filter(({ folder }) => DOMAIN_FOLDERS.includes(folder))
+      .map(({ line }) => line);
+    // Its logger type, until the store's backends move into src/store/.
+    expect(domainImports).toEqual(['usage/redis-meter.ts -> fastify']);
   });
 });
