@@ -55,7 +55,11 @@ function judge(raw: Buffer): number {
     const body = parseJsonBody(raw);
     const result = validateImage!.validate(body.value, body.numbers);
     if (!result.ok) {
-      throw gatewayError('invalid_parameter', 'refused', { details: toErrorDetails(result.problems) });
+      throw gatewayError(
+        'invalid_parameter',
+        { problem: 'refused' },
+        { details: toErrorDetails(result.problems) },
+      );
     }
     const outcome = applyPolicy(REWRITING_POLICY, 'images.create', body.value, body.numbers);
     const fields = outcome.changes.map((change) => change.field);

@@ -36,20 +36,16 @@ export function createTenantDirectory(tenants: readonly TenantConfig[]): TenantD
   return {
     authenticate(authorization, nowMs) {
       if (authorization === undefined || authorization === '') {
-        throw gatewayError('missing_api_key', 'send your gengate key as "Authorization: Bearer <key>"', {
-          headers: WWW_AUTHENTICATE,
-        });
+        throw gatewayError('missing_api_key', { headers: WWW_AUTHENTICATE });
       }
       const key = BEARER_PATTERN.exec(authorization)?.[1];
       const entry =
         key !== undefined && TENANT_KEY_PATTERN.test(key) ? byHash.get(hashTenantKey(key)) : undefined;
       if (entry === undefined) {
-        throw gatewayError('invalid_api_key', 'the API key is not valid', { headers: WWW_AUTHENTICATE });
+        throw gatewayError('invalid_api_key', { headers: WWW_AUTHENTICATE });
       }
       if (entry.expiresAtMs <= nowMs) {
-        throw gatewayError('expired_api_key', `the API key ${entry.prefix}… has expired`, {
-          headers: WWW_AUTHENTICATE,
-        });
+        throw gatewayError('expired_api_key', { keyPrefix: entry.prefix }, { headers: WWW_AUTHENTICATE });
       }
       return { tenant: entry.tenant, keyPrefix: entry.prefix };
     },

@@ -23,7 +23,7 @@ interface ParserError extends NodeJS.ErrnoException {
   bytesParsed?: number;
 }
 
-const MALFORMED = (): GatewayError => gatewayError('bad_request', 'the request is not valid HTTP');
+const MALFORMED = (): GatewayError => gatewayError('request_not_http');
 
 /**
  * llhttp refuses a method it does not know (an unknown token, `get` in lower case) before any request
@@ -45,12 +45,9 @@ function unknownMethodAnswer(error: ParserError): GatewayError {
 function answerFor(error: ParserError): GatewayError {
   switch (error.code) {
     case 'ERR_HTTP_REQUEST_TIMEOUT':
-      return gatewayError('request_timeout', 'the request was not received in time');
+      return gatewayError('request_timeout');
     case 'HPE_HEADER_OVERFLOW':
-      return gatewayError(
-        'request_headers_too_large',
-        'the request headers are larger than this gateway accepts',
-      );
+      return gatewayError('request_headers_too_large');
     case 'HPE_INVALID_METHOD':
       return unknownMethodAnswer(error);
     default:

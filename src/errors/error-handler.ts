@@ -10,15 +10,15 @@ import { GatewayError, gatewayError } from './registry.ts';
 function fromFastifyError(error: FastifyError): GatewayError | undefined {
   switch (error.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return gatewayError('unsupported_media_type', 'request bodies must be application/json');
+      return gatewayError('content_type_not_json');
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
-      return gatewayError('invalid_json', 'the Content-Length header does not match the body');
+      return gatewayError('content_length_mismatch');
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return gatewayError('payload_too_large', 'the request body is larger than this gateway accepts');
+      return gatewayError('payload_too_large');
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return gatewayError('invalid_json', 'the request body is empty; send a JSON object');
+      return gatewayError('body_empty');
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
-      return gatewayError('invalid_json', 'the request body is not valid JSON');
+      return gatewayError('body_not_json');
     default:
       return undefined;
   }
@@ -31,9 +31,9 @@ export function toGatewayError(error: unknown): GatewayError {
   // Any other client error Fastify raises: its message may quote the request, so it is not echoed.
   const statusCode = (error as { statusCode?: unknown }).statusCode;
   if (typeof statusCode === 'number' && statusCode >= 400 && statusCode < 500) {
-    return gatewayError('bad_request', 'the request is malformed', { cause: error });
+    return gatewayError('request_malformed', { cause: error });
   }
-  return gatewayError('internal_error', 'the gateway failed to handle this request', { cause: error });
+  return gatewayError('internal_error', { cause: error });
 }
 
 function sendGatewayError(reply: FastifyReply, error: GatewayError): FastifyReply {
@@ -67,7 +67,7 @@ export function installErrorHandling(app: FastifyInstance): void {
 }
 
 export function routeNotFound(): GatewayError {
-  return gatewayError('route_not_found', 'no such route; see the route table in the docs');
+  return gatewayError('route_not_found');
 }
 
 // Methods named in a 405's message; any other token the client chose is not echoed.
@@ -81,10 +81,8 @@ export function unroutedRequestError(method: string, target: string): GatewayErr
   const allowed = allowedMethodsAt(target);
   if (allowed === undefined) return routeNotFound();
   const allow = allowed.join(', ');
-  const named = KNOWN_METHODS.has(method) ? method : 'this method';
-  return gatewayError('method_not_allowed', `${named} is not allowed here; use ${allow}`, {
-    headers: { allow },
-  });
+  const named = KNOWN_METHODS.has(method) ? method : undefined;
+  return gatewayError('method_not_allowed', { method: named, allow }, { headers: { allow } });
 }
 
 /**

@@ -1,8 +1,9 @@
-// Every error gengate itself produces, with its status and envelope type (contract section 9).
-// Handlers throw `gatewayError(code, message)`; one error handler turns it into the envelope.
+// Every error gengate itself produces (contract section 9): its wire code, with the code's status and
+// envelope type, and its message. Handlers throw `gatewayError(name, values)`, passing only the values
+// the message names; one error handler turns the error into the envelope.
 import type { ErrorDetail, ErrorType } from '../maxai/envelope.ts';
 
-const ERROR_CODES = {
+export const ERROR_CODES = {
   bad_request: { status: 400, type: 'validation_error' },
   invalid_json: { status: 400, type: 'validation_error' },
   invalid_request: { status: 400, type: 'validation_error' },
@@ -42,6 +43,7 @@ export interface GatewayErrorOptions {
   cause?: unknown;
 }
 
+/** Built by `gatewayError` only (ESLint refuses `new GatewayError` elsewhere), from a named error. */
 export class GatewayError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
@@ -62,6 +64,207 @@ export class GatewayError extends Error {
   }
 }
 
-export function gatewayError(code: ErrorCode, message: string, options?: GatewayErrorOptions): GatewayError {
-  return new GatewayError(code, message, options);
+/** A message, fixed or built from the values its function names (typed, so a call site passes them all). */
+type MessageTemplate = string | ((values: never) => string);
+
+/** The limit whose whole capacity is below a request's cost. */
+interface ExceededLimit {
+  id: string;
+  limit: number;
+  windowSeconds: number;
+  cost: number;
+}
+
+/**
+ * Every error by name: its wire code and its message. A code covers several causes, each a name of its
+ * own; a message computed by a domain module (a schema problem, a policy rejection) is one value.
+ */
+export const NAMED_ERRORS = {
+  request_not_http: { code: 'bad_request', message: 'the request is not valid HTTP' },
+  request_malformed: { code: 'bad_request', message: 'the request is malformed' },
+  http_version_not_served: {
+    code: 'bad_request',
+    message: 'only HTTP/1.1 and HTTP/1.0 requests are served',
+  },
+  transfer_encoding_in_http10: {
+    code: 'bad_request',
+    message: 'Transfer-Encoding is not allowed in an HTTP/1.0 request',
+  },
+  transfer_encoding_not_chunked: {
+    code: 'bad_request',
+    message: 'the only Transfer-Encoding accepted is chunked',
+  },
+  host_field_not_single: {
+    code: 'bad_request',
+    message: 'an HTTP/1.1 request carries exactly one Host field',
+  },
+  content_length_mismatch: {
+    code: 'invalid_json',
+    message: 'the Content-Length header does not match the body',
+  },
+  body_empty: { code: 'invalid_json', message: 'the request body is empty; send a JSON object' },
+  body_not_json: { code: 'invalid_json', message: 'the request body is not valid JSON' },
+  body_not_utf8_json: { code: 'invalid_json', message: 'the request body is not valid UTF-8 JSON' },
+  body_too_deep: {
+    code: 'invalid_json',
+    message: ({ maxDepth }: { maxDepth: number }) => `the request body nests deeper than ${maxDepth} levels`,
+  },
+  body_too_many_values: {
+    code: 'invalid_json',
+    message: ({ maxValues }: { maxValues: number }) => `the request body holds more than ${maxValues} values`,
+  },
+  body_reserved_member: {
+    code: 'invalid_json',
+    message: ({ path }: { path: string }) =>
+      `${path} is a reserved member name (__proto__ and constructor are not accepted)`,
+  },
+  body_duplicate_member: {
+    code: 'invalid_json',
+    message: ({ path }: { path: string }) => `${path} appears more than once; member names must be unique`,
+  },
+  body_not_object: { code: 'invalid_json', message: 'the request body must be a JSON object' },
+  field_repeated: {
+    code: 'invalid_request',
+    message: ({ field }: { field: 'Authorization' | 'Content-Type' }) =>
+      `send one ${field} field, not several`,
+  },
+  invalid_parameter: { code: 'invalid_parameter', message: ({ problem }: { problem: string }) => problem },
+  unknown_parameter: { code: 'unknown_parameter', message: ({ problem }: { problem: string }) => problem },
+  body_not_allowed: {
+    code: 'body_not_allowed',
+    message: ({ method }: { method: string }) => `${method} requests must not carry a body`,
+  },
+  missing_api_key: {
+    code: 'missing_api_key',
+    message: 'send your gengate key as "Authorization: Bearer <key>"',
+  },
+  invalid_api_key: { code: 'invalid_api_key', message: 'the API key is not valid' },
+  expired_api_key: {
+    code: 'expired_api_key',
+    message: ({ keyPrefix }: { keyPrefix: string }) => `the API key ${keyPrefix}… has expired`,
+  },
+  policy_violation: { code: 'policy_violation', message: ({ reason }: { reason: string }) => reason },
+  cost_exceeds_limit: {
+    code: 'cost_exceeds_limit',
+    message: ({ cost, id, limit, windowSeconds }: ExceededLimit) =>
+      `this request costs ${cost} but rate limit "${id}" admits at most ${limit} per ${windowSeconds} s`,
+  },
+  cost_exceeds_unnamed_limit: {
+    code: 'cost_exceeds_limit',
+    message: 'this request costs more than a rate limit can ever admit',
+  },
+  route_not_found: { code: 'route_not_found', message: 'no such route; see the route table in the docs' },
+  request_not_found: {
+    code: 'request_not_found',
+    message: ({ requestId }: { requestId: string }) => `request ${requestId} was not found`,
+  },
+  method_not_allowed: {
+    code: 'method_not_allowed',
+    // Without a method (one the caller chose not to echo), the message says "this method".
+    message: ({ method, allow }: { method: string | undefined; allow: string }) =>
+      `${method ?? 'this method'} is not allowed here; use ${allow}`,
+  },
+  request_id_in_use: {
+    code: 'request_id_conflict',
+    message: ({ requestId }: { requestId: string }) =>
+      `requestId ${requestId} is already in use; submit with another requestId`,
+  },
+  request_id_in_progress: {
+    code: 'request_id_conflict',
+    message: ({ requestId }: { requestId: string }) =>
+      `a submission with requestId ${requestId} is still in progress or its outcome is unknown; ` +
+      'poll it, or submit with another requestId',
+  },
+  request_timeout: { code: 'request_timeout', message: 'the request was not received in time' },
+  payload_too_large: {
+    code: 'payload_too_large',
+    message: 'the request body is larger than this gateway accepts',
+  },
+  content_type_not_json: {
+    code: 'unsupported_media_type',
+    message: 'request bodies must be application/json',
+  },
+  charset_not_utf8: {
+    code: 'unsupported_media_type',
+    message: 'request bodies must be application/json in UTF-8',
+  },
+  json_body_missing: {
+    code: 'unsupported_media_type',
+    message: 'send a JSON object with Content-Type: application/json',
+  },
+  body_compressed: { code: 'unsupported_media_type', message: 'compressed request bodies are not accepted' },
+  rate_limited: {
+    code: 'rate_limited',
+    message: ({ limitId }: { limitId: string | undefined }) =>
+      `${limitId === undefined ? 'a rate limit' : `rate limit "${limitId}"`} ` +
+      'has no room for this request; retry later',
+  },
+  too_many_authentication_failures: {
+    code: 'too_many_authentication_failures',
+    message: ({ retryAfterSeconds }: { retryAfterSeconds: number }) =>
+      `too many failed authentications from this address; retry in ${retryAfterSeconds} s`,
+  },
+  request_headers_too_large: {
+    code: 'request_headers_too_large',
+    message: 'the request headers are larger than this gateway accepts',
+  },
+  upstream_rate_limited: {
+    code: 'upstream_rate_limited',
+    message: 'the generation service is rate limiting this gateway',
+  },
+  internal_error: { code: 'internal_error', message: 'the gateway failed to handle this request' },
+  upstream_unreachable: {
+    code: 'upstream_unavailable',
+    message: 'the generation service could not be reached',
+  },
+  upstream_invalid_status: {
+    code: 'upstream_unavailable',
+    message: 'the generation service sent an invalid status',
+  },
+  upstream_response_too_large: {
+    code: 'upstream_unavailable',
+    message: 'the generation service sent a response larger than allowed',
+  },
+  rate_limit_store_unavailable: {
+    code: 'store_unavailable',
+    message: 'the rate-limit store is unavailable; retry shortly',
+  },
+  ownership_store_unavailable: {
+    code: 'store_unavailable',
+    message: 'the request ownership store is unavailable; retry shortly',
+  },
+  usage_store_unavailable: {
+    code: 'store_unavailable',
+    message: 'usage is unavailable while the store is; retry shortly',
+  },
+  replica_overloaded: { code: 'overloaded', message: 'this gateway replica is overloaded; retry shortly' },
+  upstream_queue_full: {
+    code: 'overloaded',
+    message: 'this gateway replica has too many requests waiting for the generation service; retry shortly',
+  },
+  upstream_timeout: {
+    code: 'upstream_timeout',
+    message: 'the generation service did not answer in time',
+  },
+} as const satisfies Record<string, { code: ErrorCode; message: MessageTemplate }>;
+
+export type ErrorName = keyof typeof NAMED_ERRORS;
+
+/**
+ * What `gatewayError(name, ...)` takes after the name: the values of a template, then the options; for a
+ * fixed message, the options alone.
+ */
+export type ErrorArguments<N extends ErrorName> = (typeof NAMED_ERRORS)[N]['message'] extends (
+  values: infer Values,
+) => string
+  ? [values: Values, options?: GatewayErrorOptions]
+  : [options?: GatewayErrorOptions];
+
+export function gatewayError<N extends ErrorName>(name: N, ...args: ErrorArguments<N>): GatewayError {
+  const { code, message }: { code: ErrorCode; message: MessageTemplate } = NAMED_ERRORS[name];
+  // ErrorArguments ties the values to the template's own parameter; here only their position differs.
+  const [first, second] = args as [unknown, GatewayErrorOptions?];
+  if (typeof message === 'string')
+    return new GatewayError(code, message, first as GatewayErrorOptions | undefined);
+  return new GatewayError(code, message(first as never), second);
 }

@@ -48,7 +48,7 @@ export function createAdmitHook(options: AdmitHookOptions) {
         return options.answerTakenRequestId(request, reply, check?.requestId ?? '', result.outcome);
       case 'not_owned':
         // The same answer for an unknown id and another tenant's: nothing tells one from the other.
-        throw gatewayError('request_not_found', `request ${check?.requestId ?? ''} was not found`);
+        throw gatewayError('request_not_found', { requestId: check?.requestId ?? '' });
       case 'decided':
         if (result.decision !== undefined) reply.headers(limitHeadersOrRefusal(result.decision));
         if (check?.intent === 'claim') {

@@ -50,7 +50,7 @@ export function installAuthFailureGuard(
         const retryAfter = Math.max(1, state.ttlInSeconds);
         throw gatewayError(
           'too_many_authentication_failures',
-          `too many failed authentications from this address; retry in ${retryAfter} s`,
+          { retryAfterSeconds: retryAfter },
           { headers: { 'retry-after': String(retryAfter) } },
         );
       }

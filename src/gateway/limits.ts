@@ -46,22 +46,16 @@ export function limitHeadersOrRefusal(decision: RateDecision): Record<string, st
     case 'admitted':
       return headers;
     case 'rate_limited': {
-      const binding = decision.binding;
-      const which = binding === undefined ? 'a rate limit' : `rate limit "${binding.id}"`;
-      throw gatewayError('rate_limited', `${which} has no room for this request; retry later`, { headers });
+      throw gatewayError('rate_limited', { limitId: decision.binding?.id }, { headers });
     }
     case 'cost_exceeds_limit': {
       const exceeded = decision.exceeded;
-      const message =
-        exceeded === undefined
-          ? 'this request costs more than a rate limit can ever admit'
-          : `this request costs ${exceeded.cost} but rate limit "${exceeded.id}" admits at most ${exceeded.limit} per ${exceeded.windowSeconds} s`;
-      throw gatewayError('cost_exceeds_limit', message, { headers });
+      throw exceeded === undefined
+        ? gatewayError('cost_exceeds_unnamed_limit', { headers })
+        : gatewayError('cost_exceeds_limit', exceeded, { headers });
     }
     case 'store_unavailable':
-      throw gatewayError('store_unavailable', 'the rate-limit store is unavailable; retry shortly', {
-        headers,
-      });
+      throw gatewayError('rate_limit_store_unavailable', { headers });
   }
 }
 

@@ -57,17 +57,9 @@ export function createOwnershipHooks(options: OwnershipHooksOptions) {
   ): Promise<FastifyReply> {
     switch (outcome.kind) {
       case 'owned_by_another_tenant':
-        throw gatewayError(
-          'request_id_conflict',
-          `requestId ${requestId} is already in use; submit with another requestId`,
-          { param: 'requestId' },
-        );
+        throw gatewayError('request_id_in_use', { requestId }, { param: 'requestId' });
       case 'pending':
-        throw gatewayError(
-          'request_id_conflict',
-          `a submission with requestId ${requestId} is still in progress or its outcome is unknown; poll it, or submit with another requestId`,
-          { param: 'requestId' },
-        );
+        throw gatewayError('request_id_in_progress', { requestId }, { param: 'requestId' });
       case 'replay': {
         const { response } = outcome;
         reply

@@ -42,7 +42,7 @@ export function createPolicyHook(metrics: Pick<GatewayMetrics, 'policyActions'>)
     request.gateway.policyLog = policyLogFields(outcome);
     if (outcome.rejection !== undefined) {
       const { message, param } = outcome.rejection;
-      throw gatewayError('policy_violation', message, param === undefined ? {} : { param });
+      throw gatewayError('policy_violation', { reason: message }, param === undefined ? {} : { param });
     }
     if (outcome.body !== body.value) {
       reply.header(POLICY_HEADER, formatPolicyHeader(outcome.changes));

@@ -23,9 +23,15 @@ import { isRefusedConnection, leaveUnanswered, refuseConnection } from '../error
 
 const CHUNKED_ONLY = /^chunked$/i;
 
+type FaultyMessageError =
+  | 'http_version_not_served'
+  | 'transfer_encoding_in_http10'
+  | 'transfer_encoding_not_chunked'
+  | 'host_field_not_single';
+
 /** A message whose framing cannot be trusted: 400, and its connection closes after the answer. */
-function faultyMessage(message: string): GatewayError {
-  return gatewayError('bad_request', message, { headers: { connection: 'close' } });
+function faultyMessage(name: FaultyMessageError): GatewayError {
+  return gatewayError(name, { headers: { connection: 'close' } });
 }
 
 /** How many Host, Authorization and Content-Type fields the client sent (Node keeps only the first). */
@@ -50,26 +56,26 @@ function singletonFieldCounts(rawHeaders: readonly string[]) {
 /** Why the head of `request` is refused, or undefined when it is sound. */
 export function requestHeadProblem(request: IncomingMessage): GatewayError | undefined {
   if (request.httpVersionMajor !== 1 || request.httpVersionMinor > 1) {
-    return faultyMessage('only HTTP/1.1 and HTTP/1.0 requests are served');
+    return faultyMessage('http_version_not_served');
   }
   const transferEncoding = request.headers['transfer-encoding'];
   if (transferEncoding !== undefined) {
     if (request.httpVersionMinor === 0) {
-      return faultyMessage('Transfer-Encoding is not allowed in an HTTP/1.0 request');
+      return faultyMessage('transfer_encoding_in_http10');
     }
     if (!CHUNKED_ONLY.test(transferEncoding.trim())) {
-      return faultyMessage('the only Transfer-Encoding accepted is chunked');
+      return faultyMessage('transfer_encoding_not_chunked');
     }
   }
   const counts = singletonFieldCounts(request.rawHeaders);
   if (counts.host > 1 || (counts.host === 0 && request.httpVersionMinor === 1)) {
-    return faultyMessage('an HTTP/1.1 request carries exactly one Host field');
+    return faultyMessage('host_field_not_single');
   }
   if (counts.authorization > 1) {
-    return gatewayError('invalid_request', 'send one Authorization field, not several');
+    return gatewayError('field_repeated', { field: 'Authorization' });
   }
   if (counts.contentType > 1) {
-    return gatewayError('invalid_request', 'send one Content-Type field, not several');
+    return gatewayError('field_repeated', { field: 'Content-Type' });
   }
   return undefined;
 }

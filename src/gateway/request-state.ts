@@ -80,9 +80,7 @@ export function tenantOf(request: FastifyRequest): TenantConfig {
 /** The parsed body of a POST route; a request that sent none gets the same 415 as a wrong media type. */
 export function bodyOf(request: FastifyRequest): JsonBody {
   const body = request.gateway.body;
-  if (body === undefined) {
-    throw gatewayError('unsupported_media_type', 'send a JSON object with Content-Type: application/json');
-  }
+  if (body === undefined) throw gatewayError('json_body_missing');
   return body;
 }
 

@@ -29,11 +29,11 @@ export function admitRequestTarget(
     const hasBody =
       request.headers['transfer-encoding'] !== undefined ||
       Number(request.headers['content-length'] ?? 0) > 0;
-    if (hasBody) throw gatewayError('body_not_allowed', `${route.method} requests must not carry a body`);
+    if (hasBody) throw gatewayError('body_not_allowed', { method: route.method });
   }
   const encoding = request.headers['content-encoding'];
   if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
-    throw gatewayError('unsupported_media_type', 'compressed request bodies are not accepted');
+    throw gatewayError('body_compressed');
   }
   done();
 }

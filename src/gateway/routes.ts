@@ -83,7 +83,7 @@ export function createRouteSteps(options: RouteStepsOptions) {
     request.gateway.upstreamStatus = response.status;
     if (response.status === 429) {
       const retryAfter = retryAfterSeconds(response.headers);
-      throw gatewayError('upstream_rate_limited', 'the generation service is rate limiting this gateway', {
+      throw gatewayError('upstream_rate_limited', {
         ...(retryAfter === undefined ? {} : { headers: { 'retry-after': String(retryAfter) } }),
       });
     }

@@ -11,7 +11,7 @@ function schemaViolation(problems: ValidationProblem[]): GatewayError {
   if (first === undefined) throw new Error('a failed validation reported no problem');
   return gatewayError(
     first.kind === 'unknown_field' ? 'unknown_parameter' : 'invalid_parameter',
-    describeProblem(first),
+    { problem: describeProblem(first) },
     { param: first.param, details: toErrorDetails(problems) },
   );
 }

@@ -20,8 +20,11 @@ const LOAD_SAMPLE_INTERVAL_MS = 250;
 export type OverloadSettings = GatewayConfig['server']['overload'];
 
 /** The answer to a request shed because the process, or its upstream concurrency, is at its limit. */
-export function overloadedError(retryAfterSeconds: number, message: string): GatewayError {
-  return gatewayError('overloaded', message, { headers: { 'retry-after': String(retryAfterSeconds) } });
+export function overloadedError(
+  retryAfterSeconds: number,
+  name: 'replica_overloaded' | 'upstream_queue_full',
+): GatewayError {
+  return gatewayError(name, { headers: { 'retry-after': String(retryAfterSeconds) } });
 }
 
 /** The heap threshold in bytes, or 0 (under-pressure's "off") when the ratio is 1. */
@@ -50,9 +53,7 @@ export const loadShedding = fp<LoadSheddingOptions>(
         metrics.loadShed.inc({
           reason: type === underPressure.TYPE_HEAP_USED_BYTES ? 'heap' : 'event_loop_delay',
         });
-        return Promise.reject(
-          overloadedError(settings.retryAfterSeconds, 'this gateway replica is overloaded; retry shortly'),
-        );
+        return Promise.reject(overloadedError(settings.retryAfterSeconds, 'replica_overloaded'));
       },
     });
     metrics.reportOverloadFrom(() => isOverloaded(app));

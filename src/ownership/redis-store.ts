@@ -240,7 +240,7 @@ function claimReplyOf(reply: unknown, clock: StoreClock): string | typeof KEY_WI
 }
 
 function storeUnavailable() {
-  return gatewayError('store_unavailable', 'the request ownership store is unavailable; retry shortly', {
+  return gatewayError('ownership_store_unavailable', {
     headers: { 'retry-after': String(STORE_UNAVAILABLE_RETRY_AFTER_SECONDS) },
   });
 }

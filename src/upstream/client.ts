@@ -60,16 +60,14 @@ function errorCode(error: unknown): string | undefined {
 }
 
 function upstreamTimedOut(cause?: unknown): GatewayError {
-  return gatewayError('upstream_timeout', 'the generation service did not answer in time', { cause });
+  return gatewayError('upstream_timeout', { cause });
 }
 
 /** Transport failures, translated once: timeouts are 504, everything else (refused, reset, …) 502. */
 function translateUpstreamFailure(error: unknown): GatewayError {
   const code = errorCode(error);
   if (code !== undefined && TIMEOUT_CODES.has(code)) return upstreamTimedOut(error);
-  return gatewayError('upstream_unavailable', 'the generation service could not be reached', {
-    cause: error,
-  });
+  return gatewayError('upstream_unreachable', { cause: error });
 }
 
 /**
@@ -109,7 +107,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     // 1xx informational answers precede the real one.
     if (status < 200) return;
     if (status > 599) {
-      this.fail(gatewayError('upstream_unavailable', 'the generation service sent an invalid status'));
+      this.fail(gatewayError('upstream_invalid_status'));
       return;
     }
     this.#status = status;
@@ -119,9 +117,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
     this.#size += chunk.length;
     if (this.#size > this.#maxBytes) {
-      this.fail(
-        gatewayError('upstream_unavailable', 'the generation service sent a response larger than allowed'),
-      );
+      this.fail(gatewayError('upstream_response_too_large'));
       return;
     }
     this.#chunks.push(chunk);
@@ -212,12 +208,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
         timer: setTimeout(() => {
           waiting.delete(turn);
           options.onQueueTimeout?.();
-          reject(
-            overloadedError(
-              retryAfterSeconds,
-              'this gateway replica has too many requests waiting for the generation service; retry shortly',
-            ),
-          );
+          reject(overloadedError(retryAfterSeconds, 'upstream_queue_full'));
         }, queueTimeoutMs),
       };
       waiting.add(turn);

@@ -163,7 +163,7 @@ export function createRedisUsageMeter(options: RedisUsageMeterOptions): UsageMet
         options.observeStore?.('usage_read', (performance.now() - started) / 1000, false);
       } catch (error) {
         options.observeStore?.('usage_read', (performance.now() - started) / 1000, true);
-        throw gatewayError('store_unavailable', 'usage is unavailable while the store is; retry shortly', {
+        throw gatewayError('usage_store_unavailable', {
           headers: { 'retry-after': '1' },
           cause: error,
         });

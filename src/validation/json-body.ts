@@ -30,8 +30,6 @@ export interface JsonBody {
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 /** A media type parameter: its name, and its value as a token or a quoted string. */
 const MEDIA_TYPE_PARAMETER = /;\s*([^\s=;]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s;]*)/g;
-const NOT_UTF8_JSON = 'the request body is not valid UTF-8 JSON';
-const UTF8_JSON_ONLY = 'request bodies must be application/json in UTF-8';
 
 /**
  * UTF-8 is the only charset (RFC 8259 section 8.1): a body declared in another one, or with the charset
@@ -45,7 +43,7 @@ export function assertUtf8Charset(contentType: string | undefined): void {
     charsets += 1;
     const charset = value.startsWith('"') ? value.slice(1, -1) : value;
     if (charsets > 1 || charset.toLowerCase() !== 'utf-8') {
-      throw gatewayError('unsupported_media_type', UTF8_JSON_ONLY);
+      throw gatewayError('charset_not_utf8');
     }
   }
 }
@@ -54,7 +52,7 @@ function decodeUtf8(raw: Buffer): string {
   try {
     return utf8.decode(raw);
   } catch (error) {
-    throw gatewayError('invalid_json', NOT_UTF8_JSON, { cause: error });
+    throw gatewayError('body_not_utf8_json', { cause: error });
   }
 }
 
@@ -62,7 +60,7 @@ function parseJson(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch (error) {
-    throw gatewayError('invalid_json', NOT_UTF8_JSON, { cause: error });
+    throw gatewayError('body_not_utf8_json', { cause: error });
   }
 }
 
@@ -79,32 +77,26 @@ function numberTextsOf(body: Record<string, unknown>, kept: readonly ObjectNumbe
 }
 
 export function parseJsonBody(raw: Buffer): JsonBody {
-  if (raw.length === 0) throw gatewayError('invalid_json', 'the request body is empty; send a JSON object');
+  if (raw.length === 0) throw gatewayError('body_empty');
   const text = decodeUtf8(raw);
   const structure = scanJsonStructure(text);
   if (structure.problem?.kind === 'too_deep') {
-    throw gatewayError('invalid_json', `the request body nests deeper than ${MAX_JSON_DEPTH} levels`);
+    throw gatewayError('body_too_deep', { maxDepth: MAX_JSON_DEPTH });
   }
   if (structure.problem?.kind === 'too_many_values') {
-    throw gatewayError('invalid_json', `the request body holds more than ${MAX_JSON_VALUES} values`);
+    throw gatewayError('body_too_many_values', { maxValues: MAX_JSON_VALUES });
   }
   const value = parseJson(text);
   if (structure.problem?.kind === 'reserved_member') {
     const { path } = structure.problem;
-    throw gatewayError(
-      'invalid_json',
-      `${path} is a reserved member name (__proto__ and constructor are not accepted)`,
-      { param: path },
-    );
+    throw gatewayError('body_reserved_member', { path }, { param: path });
   }
   if (structure.problem !== undefined) {
     const { path } = structure.problem;
-    throw gatewayError('invalid_json', `${path} appears more than once; member names must be unique`, {
-      param: path,
-    });
+    throw gatewayError('body_duplicate_member', { path }, { param: path });
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value) || !structure.layout) {
-    throw gatewayError('invalid_json', 'the request body must be a JSON object');
+    throw gatewayError('body_not_object');
   }
   const body = value as Record<string, unknown>;
   return { raw, value: body, numbers: numberTextsOf(body, structure.numberTexts), layout: structure.layout };
