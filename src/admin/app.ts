@@ -2,7 +2,7 @@
 // gateway's, so scraping and probing do not mix with tenant traffic or its limits.
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { createClientErrorHandler } from '../errors/client-error.ts';
-import { installDraining } from '../server/draining.ts';
+import { draining } from '../server/draining.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
 import type { Readiness } from './readiness.ts';
 
@@ -18,7 +18,7 @@ export function buildAdminApp(deps: AdminDependencies): FastifyInstance {
     logController: new LogController({ disableRequestLogging: true }),
     clientErrorHandler: createClientErrorHandler(deps.logger),
   });
-  installDraining(app);
+  void app.register(draining);
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) => {
     const ready = deps.readiness.state === 'ready';

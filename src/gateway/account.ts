@@ -2,7 +2,7 @@
 // account routes describe the whole shared upstream account and would leak other tenants' activity.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { successEnvelope } from '../maxai/envelope.ts';
-import { gatewayRouteOf, tenantOf } from './request-context.ts';
+import { routeOf, tenantOf } from './request-state.ts';
 import type { TenantConfig } from '../config/schema.ts';
 import type { UsageMeter } from '../usage/meter.ts';
 
@@ -25,9 +25,7 @@ export function createAccountHandler(usage: UsageMeter, now: () => number) {
   return async function answerAccountLocally(request: FastifyRequest, reply: FastifyReply) {
     const tenant = tenantOf(request);
     const data =
-      gatewayRouteOf(request).id === 'account.keys'
-        ? tenantKeysView(tenant)
-        : await usage.report(tenant.id, now());
+      routeOf(request).id === 'account.keys' ? tenantKeysView(tenant) : await usage.report(tenant.id, now());
     return reply.type('application/json').send(successEnvelope(data));
   };
 }

@@ -8,9 +8,8 @@ import { gatewayError } from '../errors/registry.ts';
 import { ensureRequestId } from '../ownership/request-id.ts';
 import type { TakenOutcome } from '../ownership/store.ts';
 import type { GatewayRoute } from '../routing/route-table.ts';
-import { parsedJsonBody } from '../validation/json-body.ts';
 import { applicableLimits, limitHeadersOrRefusal } from './limits.ts';
-import { gatewayRouteOf, requestIdParam, tenantOf } from './request-context.ts';
+import { bodyOf, requestIdParam, routeOf, tenantOf } from './request-state.ts';
 
 export interface AdmitHookOptions {
   admission: Admission;
@@ -25,7 +24,11 @@ export interface AdmitHookOptions {
 
 /** Creates claim their id (assigned here when the client sent none); reads and cancels must own theirs. */
 function requestIdCheckOf(request: FastifyRequest, route: GatewayRoute): RequestIdCheck | undefined {
-  if (route.method === 'POST') return { requestId: ensureRequestId(request), intent: 'claim' };
+  if (route.method === 'POST') {
+    const { body, requestId } = ensureRequestId(bodyOf(request));
+    request.gateway.body = body;
+    return { requestId, intent: 'claim' };
+  }
   const requestId = requestIdParam(request);
   return requestId === undefined ? undefined : { requestId, intent: 'own' };
 }
@@ -35,10 +38,10 @@ export function createAdmitHook(options: AdmitHookOptions) {
     request: FastifyRequest,
     reply: FastifyReply,
   ): Promise<FastifyReply | undefined> {
-    const route = gatewayRouteOf(request);
+    const route = routeOf(request);
     const tenant = tenantOf(request);
     const check = requestIdCheckOf(request, route);
-    const body = route.method === 'POST' ? parsedJsonBody(request).value : undefined;
+    const body = route.method === 'POST' ? bodyOf(request).value : undefined;
     const result = await options.admission.admit(tenant.id, applicableLimits(tenant, route.id, body), check);
     switch (result.kind) {
       case 'request_id_taken':
@@ -49,7 +52,7 @@ export function createAdmitHook(options: AdmitHookOptions) {
       case 'decided':
         if (result.decision !== undefined) reply.headers(limitHeadersOrRefusal(result.decision));
         if (check?.intent === 'claim') {
-          request.ownershipClaim = { requestId: check.requestId, tenantId: tenant.id };
+          request.gateway.ownershipClaim = { requestId: check.requestId, tenantId: tenant.id };
         }
         return undefined;
     }

@@ -7,9 +7,8 @@ import { gatewayError } from '../errors/registry.ts';
 import { peekTenantLimits } from './limits.ts';
 import type { RateLimiter } from '../ratelimit/types.ts';
 import type { GatewayRoute } from '../routing/route-table.ts';
-import { parsedJsonBody } from '../validation/json-body.ts';
 import type { OwnershipStore, SubmissionResponse, TakenOutcome } from '../ownership/store.ts';
-import { gatewayRouteOf, tenantOf } from './request-context.ts';
+import { bodyOf, routeOf, tenantOf } from './request-state.ts';
 
 export const IDEMPOTENT_REPLAYED_HEADER = 'idempotent-replayed';
 // The upstream may have accepted the submission: the tenant keeps the id and may poll it.
@@ -22,7 +21,7 @@ export interface OwnershipHooksOptions {
 }
 
 function callerAndRoute(request: FastifyRequest): { tenant: TenantConfig; route: GatewayRoute } {
-  return { tenant: tenantOf(request), route: gatewayRouteOf(request) };
+  return { tenant: tenantOf(request), route: routeOf(request) };
 }
 
 function submissionOf(reply: FastifyReply, payload: unknown): SubmissionResponse | undefined {
@@ -46,7 +45,7 @@ export function createOwnershipHooks(options: OwnershipHooksOptions) {
   /** A replay is not charged; it still shows the tenant's limits, as they stand, when the store can say. */
   function unchargedLimitHeaders(request: FastifyRequest): Promise<Record<string, string>> {
     const { tenant, route } = callerAndRoute(request);
-    return peekTenantLimits(limiter, tenant, route.id, parsedJsonBody(request).value);
+    return peekTenantLimits(limiter, tenant, route.id, bodyOf(request).value);
   }
 
   /** A create whose requestId is taken: 409, or the original response again when it is the caller's. */
@@ -85,12 +84,12 @@ export function createOwnershipHooks(options: OwnershipHooksOptions) {
     payload: unknown,
     done: DoneFuncWithErrOrRes,
   ): void {
-    const claim = request.ownershipClaim;
+    const claim = request.gateway.ownershipClaim;
     if (claim === undefined) {
       done(null, payload);
       return;
     }
-    request.ownershipClaim = undefined;
+    request.gateway.ownershipClaim = undefined;
     const status = reply.statusCode;
     let settled: Promise<void> | undefined;
     if (status >= 200 && status < 300) {

@@ -1,15 +1,16 @@
 // The gateway's request pipeline, top to bottom: every hook of the gateway is registered here, each a
-// named function from its own module. Fastify runs a stage's app-wide hooks before the route's own, each
-// in the order added, so a request meets the steps in this order:
+// named function or plugin from its own module. Fastify runs a stage's app-wide hooks before the route's
+// own, each in the order added (Fastify queues addHook and register calls alike, so a plugin's hooks
+// keep their place among the others), so a request meets the steps in this order:
 //
-//   step             function (module)                                    Fastify hook
-//   context          installRequestContext (gateway/request-context.ts)   onRequest, app
-//   overload         installLoadShedding (overload/shed-load.ts)          onRequest, app (under-pressure)
-//   observe: start   installRequestObserver (gateway/request-observer.ts) onRequest, app
-//   request head     installRequestHeadAdmission (gateway/request-head.ts) onRequest, app
+//   step             function or plugin (module)                          Fastify hook
+//   context          requestState (gateway/request-state.ts)              onRequest, app
+//   overload         loadShedding (overload/shed-load.ts)                 onRequest, app (under-pressure)
+//   observe: start   requestObserver (gateway/request-observer.ts)        onRequest, app
+//   request head     admitRequestHead (gateway/request-head.ts)           onRequest, app
 //   target check     admitRequestTarget (gateway/request-target.ts)       onRequest, route
 //   authentication   authenticate (gateway/routes.ts)                     onRequest, route
-//   parse            installJsonBodyParser (validation/json-body.ts)      content-type parser
+//   parse            jsonBodyParser (gateway/json-body-parser.ts)         content-type parser
 //   validate         validateRequestBody (gateway/validate-request.ts)    preValidation, POST routes
 //   policy           enforcePolicy (gateway/policy-hook.ts)               preHandler, POST routes
 //   admission        admit (gateway/admit.ts)                             preHandler, route
@@ -18,33 +19,35 @@
 //   observe          the request observer, then the served-request count  onResponse, app then route
 //                    (countServedRequest, gateway/routes.ts)
 //
-// On a refusal: installValidationFailureCounter (validation/failure-metrics.ts) and showLimitsOnRefusal
+// On a refusal: validationFailureCounter (gateway/validation-failure-counter.ts) and showLimitsOnRefusal
 // (gateway/routes.ts) run as onError, then installErrorHandling (errors/error-handler.ts) writes the
 // envelope. Draining (server/draining.ts) adds Connection: close in onSend while the server closes.
+// The plugins (fastify-plugin, named gengate-*) declare the ones they need loaded first: the observer,
+// the body parser and the failure counter read the request's state (gengate-request-state).
 // Hooks that await nothing take Fastify's `done` callback (docs/architecture.md, "Hooks").
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
-import { installAuthFailureGuard } from '../auth/failure-guard.ts';
 import type { TenantDirectory } from '../auth/tenant-directory.ts';
 import type { GatewayConfig } from '../config/schema.ts';
 import { answerConnectRequests } from '../errors/client-error.ts';
 import { installErrorHandling } from '../errors/error-handler.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
-import { installLoadShedding } from '../overload/shed-load.ts';
+import { loadShedding } from '../overload/shed-load.ts';
 import { GATEWAY_ROUTES } from '../routing/route-table.ts';
-import { installDraining } from '../server/draining.ts';
+import { draining } from '../server/draining.ts';
 import type { GatewayStore } from '../store/gateway-store.ts';
 import type { UpstreamClient } from '../upstream/client.ts';
-import { installValidationFailureCounter } from '../validation/failure-metrics.ts';
-import { installJsonBodyParser } from '../validation/json-body.ts';
 import { createAdmitHook } from './admit.ts';
+import { installAuthFailureGuard } from './auth-failure-guard.ts';
+import { jsonBodyParser } from './json-body-parser.ts';
 import { createOwnershipHooks } from './ownership-hooks.ts';
 import { createPolicyHook } from './policy-hook.ts';
-import { installRequestContext } from './request-context.ts';
-import { installRequestHeadAdmission } from './request-head.ts';
-import { installRequestObserver } from './request-observer.ts';
+import { admitRequestHead } from './request-head.ts';
+import { requestObserver } from './request-observer.ts';
+import { requestState } from './request-state.ts';
 import { admitRequestTarget } from './request-target.ts';
 import { addDeprecationHeaders, createRouteSteps, type CredentialSource } from './routes.ts';
 import { validateRequestBody } from './validate-request.ts';
+import { validationFailureCounter } from './validation-failure-counter.ts';
 
 /** The parts the pipeline's steps use; tests pass their own. */
 export interface GatewayParts {
@@ -68,13 +71,13 @@ export function installGatewayPipeline(
   answerConnectRequests(app.server, parts.logger);
 
   // App-wide, for every request (routed or not), in this order.
-  installRequestContext(app);
-  installDraining(app);
-  installLoadShedding(app, config.server.overload, parts.metrics);
-  installRequestObserver(app, parts.metrics, { logPrompts: config.logging.prompts });
-  installRequestHeadAdmission(app);
-  installJsonBodyParser(app, config.server.bodyLimitBytes);
-  installValidationFailureCounter(app, parts.metrics);
+  void app.register(requestState);
+  void app.register(draining);
+  void app.register(loadShedding, { settings: config.server.overload, metrics: parts.metrics });
+  void app.register(requestObserver, { metrics: parts.metrics, logPrompts: config.logging.prompts });
+  app.addHook('onRequest', admitRequestHead);
+  void app.register(jsonBodyParser, { bodyLimitBytes: config.server.bodyLimitBytes });
+  void app.register(validationFailureCounter, { metrics: parts.metrics });
 
   // Per route of the allowlist.
   const { authenticate, handlerFor, showLimitsOnRefusal, countServedRequest } = createRouteSteps({

@@ -1,15 +1,15 @@
 // The policy step of the create routes (a preHandler, after validation, before rate limits): applies the
-// tenant's policy to the parsed body, answers a rejection, and replaces the body with its rewrite, so the
-// limits charge and the upstream receives exactly what the policy decided.
+// tenant's policy to the parsed body, answers a rejection, and replaces the body in the request's state
+// with its rewrite, so the limits charge and the upstream receives exactly what the policy decided.
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { gatewayError } from '../errors/registry.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
-import { parsedJsonBody, rewriteTopLevelMembers } from '../validation/json-body.ts';
 import { applyPolicy } from '../policy/apply-policy.ts';
 import { POLICY_HEADER, formatPolicyHeader } from '../policy/header.ts';
 import { isRejection, type PolicyOutcome, type PolicyRoute } from '../policy/outcome.ts';
 import { recordPolicyActions } from '../policy/record-actions.ts';
-import { gatewayRouteOf, tenantOf } from './request-context.ts';
+import { rewriteTopLevelMembers } from '../validation/json-body.ts';
+import { bodyOf, routeOf, tenantOf } from './request-state.ts';
 
 /** The policy's part of the request log line: rule and action words only, never request values. */
 function policyLogFields(outcome: PolicyOutcome): Record<string, string> {
@@ -32,14 +32,14 @@ export function createPolicyHook(metrics: Pick<GatewayMetrics, 'policyActions'>)
     reply: FastifyReply,
     done: HookHandlerDoneFunction,
   ): void {
-    const route = gatewayRouteOf(request).id;
+    const route = routeOf(request).id;
     const tenant = tenantOf(request);
     if (route !== 'images.create' && route !== 'videos.create')
       throw new Error('policy applied outside a create route');
-    const body = parsedJsonBody(request);
+    const body = bodyOf(request);
     const outcome = applyPolicy(tenant.policy, route satisfies PolicyRoute, body.value, body.numbers);
     recordPolicyActions(metrics, tenant.id, tenant.policy.mode, outcome);
-    request.policyLog = policyLogFields(outcome);
+    request.gateway.policyLog = policyLogFields(outcome);
     if (outcome.rejection !== undefined) {
       const { message, param } = outcome.rejection;
       throw gatewayError('policy_violation', { reason: message }, param === undefined ? {} : { param });
@@ -47,7 +47,7 @@ export function createPolicyHook(metrics: Pick<GatewayMetrics, 'policyActions'>)
     if (outcome.body !== body.value) {
       reply.header(POLICY_HEADER, formatPolicyHeader(outcome.changes));
       const rewritten = outcome.changes.map((change) => change.field);
-      request.body = rewriteTopLevelMembers(body, outcome.body, rewritten);
+      request.gateway.body = rewriteTopLevelMembers(body, outcome.body, rewritten);
     }
     done();
   };

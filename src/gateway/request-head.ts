@@ -15,7 +15,7 @@
 // - more than one Authorization field (never served as any tenant) or Content-Type field.
 // A request line no route takes is answered here too (405 or 404), before Fastify would parse a body for
 // its 404 handler and answer 415, or 400 for a QUERY without Content-Type, first.
-import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import type { IncomingMessage } from 'node:http';
 import { unroutedRequestError } from '../errors/error-handler.ts';
 import { gatewayError, type GatewayError } from '../errors/registry.ts';
@@ -84,23 +84,24 @@ export function requestHeadProblem(request: IncomingMessage): GatewayError | und
  * Refuses a faulty head (see above) and, once a message's framing is refused, everything after it on
  * its connection: Node parses and hands over pipelined requests before the refusal is even written, so
  * each one that follows is dropped unanswered and never routed; the connection closes once the refusal
- * is sent. Installed after the hooks that observe every request (src/app.ts), and itself synchronous,
- * so the connection is marked before Node parses the next message of the same bytes.
+ * is sent. An app-wide onRequest hook after the ones that observe every request
+ * (src/gateway/pipeline.ts), and itself synchronous, so the connection is marked before Node parses the
+ * next message of the same bytes.
  */
-export function installRequestHeadAdmission(app: FastifyInstance): void {
-  app.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
-    const socket = request.raw.socket;
-    if (isRefusedConnection(socket)) {
-      // No answer: the connection closes after the refusal, and Node then ends this response.
-      reply.hijack();
-      leaveUnanswered(reply.raw);
-      done();
-      return;
-    }
-    const problem = requestHeadProblem(request.raw);
-    if (problem?.headers.connection === 'close') refuseConnection(socket);
-    done(
-      problem ?? (request.is404 ? unroutedRequestError(request.method, request.raw.url ?? '') : undefined),
-    );
-  });
+export function admitRequestHead(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  done: HookHandlerDoneFunction,
+): void {
+  const socket = request.raw.socket;
+  if (isRefusedConnection(socket)) {
+    // No answer: the connection closes after the refusal, and Node then ends this response.
+    reply.hijack();
+    leaveUnanswered(reply.raw);
+    done();
+    return;
+  }
+  const problem = requestHeadProblem(request.raw);
+  if (problem?.headers.connection === 'close') refuseConnection(socket);
+  done(problem ?? (request.is404 ? unroutedRequestError(request.method, request.raw.url ?? '') : undefined));
 }

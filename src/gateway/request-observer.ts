@@ -5,11 +5,11 @@
 // every line of the request, see src/app.ts), `generationId` (the generation requestId on generation
 // routes, so one grep follows a job from its create through every poll), tenant, route, method, status,
 // durationMs, upstreamMs, the policy's fields, and the prompts only when `logging.prompts` is true.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isUuid, type GatewayRoute } from '../routing/route-table.ts';
-import { requestIdParam } from './request-context.ts';
-import type { JsonBody } from '../validation/json-body.ts';
+import type { DoneFuncWithErrOrRes, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
+import fp from 'fastify-plugin';
 import type { GatewayMetrics, UpstreamErrorReason } from '../observability/metrics.ts';
+import { isUuid, type GatewayRoute } from '../routing/route-table.ts';
+import { requestIdParam } from './request-state.ts';
 
 // Requests that matched no allowlisted route share one label value.
 const UNMATCHED_ROUTE = 'unmatched';
@@ -24,14 +24,14 @@ const UPSTREAM_ERROR_BY_STATUS = new Map<number, UpstreamErrorReason>([
 ]);
 
 export interface RequestObserverOptions {
+  metrics: GatewayMetrics;
   /** `logging.prompts`: put a create's prompt texts on its log line. */
   logPrompts: boolean;
 }
 
 /** The parsed body of a create, when it was parsed (a refused content type leaves none). */
 function createBodyOf(request: FastifyRequest, route: GatewayRoute | undefined) {
-  if (route?.method !== 'POST' || request.body === undefined) return undefined;
-  return (request.body as JsonBody).value;
+  return route?.method === 'POST' ? request.gateway.body?.value : undefined;
 }
 
 /**
@@ -54,60 +54,69 @@ function promptsOf(body: Record<string, unknown> | undefined) {
   };
 }
 
-export function installRequestObserver(
-  app: FastifyInstance,
-  metrics: GatewayMetrics,
-  options: RequestObserverOptions,
+function addRequestIdHeader(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  payload: unknown,
+  done: DoneFuncWithErrOrRes,
 ): void {
-  const leaveInflight = () => {
-    metrics.inflight.dec();
-  };
-  app.addHook('onRequest', (_request, reply, done) => {
-    metrics.inflight.inc();
-    // 'close' fires exactly once whether the response finished or the client went away, so one shared
-    // listener does (once() would wrap it anew for every request).
-    reply.raw.on('close', leaveInflight);
-    done();
-  });
-
-  app.addHook('onSend', (request, reply, payload, done) => {
-    reply.header('x-request-id', request.id);
-    done(null, payload);
-  });
-
-  app.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, done) => {
-    const totalMs = request.receivedAt === undefined ? 0 : performance.now() - request.receivedAt;
-    const gatewayRoute = request.gatewayRoute;
-    const route = gatewayRoute?.id ?? UNMATCHED_ROUTE;
-    const tenant = request.caller?.tenant.id ?? NO_TENANT;
-    const status = reply.statusCode;
-    const method = METHOD_LABELS.has(request.method) ? request.method : OTHER_METHOD;
-    metrics.httpRequests.labels(route, method, String(status), tenant).inc();
-    metrics.httpDuration.labels(route).observe(totalMs / 1000);
-    if (request.upstreamMs !== undefined) {
-      const upstreamStatus = request.upstreamStatus === undefined ? 'error' : String(request.upstreamStatus);
-      metrics.upstreamDuration.labels(route, upstreamStatus).observe(request.upstreamMs / 1000);
-      const reason = request.upstreamStatus === undefined ? UPSTREAM_ERROR_BY_STATUS.get(status) : undefined;
-      if (reason !== undefined) metrics.upstreamErrors.inc({ route, reason });
-    }
-    metrics.overhead.labels(route).observe(Math.max(0, totalMs - (request.upstreamMs ?? 0)) / 1000);
-    request.log.info(
-      {
-        generationId: generationIdOf(request, gatewayRoute),
-        tenant: request.caller?.tenant.id,
-        route,
-        method: request.method,
-        status,
-        durationMs: round(totalMs),
-        upstreamMs: request.upstreamMs === undefined ? undefined : round(request.upstreamMs),
-        ...request.policyLog,
-        ...(options.logPrompts ? promptsOf(createBodyOf(request, gatewayRoute)) : undefined),
-      },
-      'request',
-    );
-    done();
-  });
+  reply.header('x-request-id', request.id);
+  done(null, payload);
 }
+
+export const requestObserver = fp<RequestObserverOptions>(
+  (app, { metrics, logPrompts }, done) => {
+    const leaveInflight = () => {
+      metrics.inflight.dec();
+    };
+    function enterInflight(_request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction) {
+      metrics.inflight.inc();
+      // 'close' fires exactly once whether the response finished or the client went away, so one shared
+      // listener does (once() would wrap it anew for every request).
+      reply.raw.on('close', leaveInflight);
+      next();
+    }
+
+    function observeRequest(request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction) {
+      const state = request.gateway;
+      const totalMs = performance.now() - state.receivedAt;
+      const route = state.route?.id ?? UNMATCHED_ROUTE;
+      const tenant = state.caller?.tenant.id ?? NO_TENANT;
+      const status = reply.statusCode;
+      const method = METHOD_LABELS.has(request.method) ? request.method : OTHER_METHOD;
+      metrics.httpRequests.labels(route, method, String(status), tenant).inc();
+      metrics.httpDuration.labels(route).observe(totalMs / 1000);
+      if (state.upstreamMs !== undefined) {
+        const upstreamStatus = state.upstreamStatus === undefined ? 'error' : String(state.upstreamStatus);
+        metrics.upstreamDuration.labels(route, upstreamStatus).observe(state.upstreamMs / 1000);
+        const reason = state.upstreamStatus === undefined ? UPSTREAM_ERROR_BY_STATUS.get(status) : undefined;
+        if (reason !== undefined) metrics.upstreamErrors.inc({ route, reason });
+      }
+      metrics.overhead.labels(route).observe(Math.max(0, totalMs - (state.upstreamMs ?? 0)) / 1000);
+      request.log.info(
+        {
+          generationId: generationIdOf(request, state.route),
+          tenant: state.caller?.tenant.id,
+          route,
+          method: request.method,
+          status,
+          durationMs: round(totalMs),
+          upstreamMs: state.upstreamMs === undefined ? undefined : round(state.upstreamMs),
+          ...state.policyLog,
+          ...(logPrompts ? promptsOf(createBodyOf(request, state.route)) : undefined),
+        },
+        'request',
+      );
+      next();
+    }
+
+    app.addHook('onRequest', enterInflight);
+    app.addHook('onSend', addRequestIdHeader);
+    app.addHook('onResponse', observeRequest);
+    done();
+  },
+  { name: 'gengate-request-observer', fastify: '5.x', dependencies: ['gengate-request-state'] },
+);
 
 function round(ms: number): number {
   return Math.round(ms * 1000) / 1000;

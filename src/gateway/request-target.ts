@@ -5,7 +5,7 @@ import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fast
 import { routeNotFound } from '../errors/error-handler.ts';
 import { gatewayError } from '../errors/registry.ts';
 import { canonicalTarget, isUuid, type GatewayRoute } from '../routing/route-table.ts';
-import { gatewayRouteOf, requestIdParam } from './request-context.ts';
+import { requestIdParam, routeOf } from './request-state.ts';
 
 /** 404 route_not_found unless the raw target is byte for byte the canonical path of `route`. */
 function assertCanonicalTarget(
@@ -23,7 +23,7 @@ export function admitRequestTarget(
   _reply: FastifyReply,
   done: HookHandlerDoneFunction,
 ): void {
-  const route = gatewayRouteOf(request);
+  const route = routeOf(request);
   assertCanonicalTarget(request, route);
   if (route.method !== 'POST') {
     const hasBody =

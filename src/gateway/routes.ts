@@ -1,7 +1,6 @@
 // The steps of a gateway route that need the app's parts: authentication, forwarding, the limits shown
 // on a refusal and the count of served requests. src/gateway/pipeline.ts registers them in order.
 import type { DoneFuncWithErrOrRes, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
-import type { AuthFailureGuard } from '../auth/failure-guard.ts';
 import type { TenantDirectory } from '../auth/tenant-directory.ts';
 import { GatewayError, gatewayError, type ErrorCode } from '../errors/registry.ts';
 import { upstreamPath, type GatewayRoute } from '../routing/route-table.ts';
@@ -9,12 +8,12 @@ import type { GatewayMetrics } from '../observability/metrics.ts';
 import type { RateLimiter } from '../ratelimit/types.ts';
 import type { UpstreamClient, UpstreamResponse } from '../upstream/client.ts';
 import { headersForClient, headersForUpstream, retryAfterSeconds } from '../upstream/headers.ts';
-import { parsedJsonBody } from '../validation/json-body.ts';
 import type { UsageMeter } from '../usage/meter.ts';
 import { recordExchangeUsage } from '../usage/record.ts';
 import { createAccountHandler } from './account.ts';
-import { gatewayRouteOf, requestIdParam } from './request-context.ts';
+import type { AuthFailureGuard } from './auth-failure-guard.ts';
 import { peekTenantLimits } from './limits.ts';
+import { bodyOf, requestIdParam, routeOf, tenantOf } from './request-state.ts';
 
 export interface CredentialSource {
   get(name: string): string;
@@ -48,7 +47,7 @@ export function createRouteSteps(options: RouteStepsOptions) {
   // an async hook costs every request a promise and two microtasks (docs/architecture.md, "Hooks").
   const authenticate = (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) => {
     try {
-      request.caller = options.tenants().authenticate(request.headers.authorization, options.now());
+      request.gateway.caller = options.tenants().authenticate(request.headers.authorization, options.now());
     } catch (error) {
       // A wrong or expired key is a guess and counts; a missing one is not. Past the address's limit,
       // recordFailure answers 429 in place of the 401.
@@ -64,12 +63,11 @@ export function createRouteSteps(options: RouteStepsOptions) {
   };
 
   async function forward(request: FastifyRequest, reply: FastifyReply) {
-    const route = gatewayRouteOf(request);
-    const caller = request.caller;
-    if (caller === undefined) throw new Error('forward called before authentication');
-    const jsonBody = route.method === 'POST' ? parsedJsonBody(request) : undefined;
+    const route = routeOf(request);
+    const tenant = tenantOf(request);
+    const jsonBody = route.method === 'POST' ? bodyOf(request) : undefined;
     const body = jsonBody?.raw;
-    const token = options.credentials.get(caller.tenant.credential);
+    const token = options.credentials.get(tenant.credential);
     const started = performance.now();
     let response: UpstreamResponse;
     try {
@@ -80,9 +78,9 @@ export function createRouteSteps(options: RouteStepsOptions) {
         ...(body === undefined ? {} : { body }),
       });
     } finally {
-      request.upstreamMs = performance.now() - started;
+      request.gateway.upstreamMs = performance.now() - started;
     }
-    request.upstreamStatus = response.status;
+    request.gateway.upstreamStatus = response.status;
     if (response.status === 429) {
       const retryAfter = retryAfterSeconds(response.headers);
       throw gatewayError('upstream_rate_limited', {
@@ -94,7 +92,7 @@ export function createRouteSteps(options: RouteStepsOptions) {
         options.usage,
         options.metrics,
         {
-          tenantId: caller.tenant.id,
+          tenantId: tenant.id,
           route: route.id,
           requestBody: jsonBody?.value,
           responseBody: response.body,
@@ -108,29 +106,25 @@ export function createRouteSteps(options: RouteStepsOptions) {
   // An authenticated request refused before its charge still shows its limits (contract section 8);
   // refusals by the limiter carry their own headers, and a charged request already has them.
   async function showLimitsOnRefusal(request: FastifyRequest, reply: FastifyReply, error: Error) {
-    if (request.caller === undefined || reply.hasHeader('ratelimit-policy')) return;
+    const { caller, body } = request.gateway;
+    if (caller === undefined || reply.hasHeader('ratelimit-policy')) return;
     if (error instanceof GatewayError && LIMITER_REFUSALS.has(error.code)) return;
-    const route = gatewayRouteOf(request);
-    const body =
-      route.method === 'POST' && request.body !== undefined ? parsedJsonBody(request).value : undefined;
-    reply.headers(await peekTenantLimits(options.limiter, request.caller.tenant, route.id, body));
+    const route = routeOf(request);
+    reply.headers(await peekTenantLimits(options.limiter, caller.tenant, route.id, body?.value));
   }
 
   const answerAccountLocally = createAccountHandler(options.usage, options.now);
   // The account routes answer from the gateway's own meter for `account: gateway` tenants.
   const answerAccountOrForward = (request: FastifyRequest, reply: FastifyReply) =>
-    request.caller?.tenant.account === 'gateway'
+    request.gateway.caller?.tenant.account === 'gateway'
       ? answerAccountLocally(request, reply)
       : forward(request, reply);
   const handlerFor = (route: GatewayRoute) =>
     route.id === 'account.usage' || route.id === 'account.keys' ? answerAccountOrForward : forward;
   function countServedRequest(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) {
-    if (request.caller !== undefined && reply.statusCode < 300) {
-      options.usage.record(
-        request.caller.tenant.id,
-        { kind: 'request', route: gatewayRouteOf(request).id },
-        options.now(),
-      );
+    const { caller } = request.gateway;
+    if (caller !== undefined && reply.statusCode < 300) {
+      options.usage.record(caller.tenant.id, { kind: 'request', route: routeOf(request).id }, options.now());
     }
     done();
   }

@@ -1,11 +1,10 @@
 // The preValidation hook of the create routes: the parsed body judged against the service's schema,
 // every problem explained, the first one named in `param`. A refused body never reaches the upstream.
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
-import { gatewayRouteOf } from './request-context.ts';
 import { gatewayError, type GatewayError } from '../errors/registry.ts';
 import { describeProblem, toErrorDetails, type ValidationProblem } from '../maxai/validator.ts';
-import { parsedJsonBody } from '../validation/json-body.ts';
 import { routeSchemaFor } from '../validation/request-schemas.ts';
+import { bodyOf, routeOf } from './request-state.ts';
 
 function schemaViolation(problems: ValidationProblem[]): GatewayError {
   const [first] = problems;
@@ -22,9 +21,9 @@ export function validateRequestBody(
   _reply: FastifyReply,
   done: HookHandlerDoneFunction,
 ): void {
-  const schema = routeSchemaFor(gatewayRouteOf(request).id);
+  const schema = routeSchemaFor(routeOf(request).id);
   if (schema === undefined) throw new Error('body validation on a route without a request schema');
-  const body = parsedJsonBody(request);
+  const body = bodyOf(request);
   const result = schema.validate(body.value, body.numbers);
   if (!result.ok) throw schemaViolation(result.problems);
   done();

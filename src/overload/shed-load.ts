@@ -8,6 +8,7 @@
 // upstream call: a shed request costs almost nothing.
 import underPressure from '@fastify/under-pressure';
 import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
 import { getHeapStatistics } from 'node:v8';
 import type { GatewayConfig } from '../config/schema.ts';
 import { gatewayError, type GatewayError } from '../errors/registry.ts';
@@ -36,22 +37,27 @@ export function isOverloaded(app: FastifyInstance): boolean {
   return app.hasDecorator('isUnderPressure') && app.isUnderPressure();
 }
 
-/** Sheds new requests while the process is overloaded, and reports it in gengate_overloaded. */
-export function installLoadShedding(
-  app: FastifyInstance,
-  settings: OverloadSettings,
-  metrics: Pick<GatewayMetrics, 'loadShed' | 'reportOverloadFrom'>,
-): void {
-  void app.register(underPressure, {
-    maxEventLoopDelay: settings.maxEventLoopDelayMs,
-    maxHeapUsedBytes: maxHeapUsedBytes(settings.maxHeapUsedRatio),
-    sampleInterval: LOAD_SAMPLE_INTERVAL_MS,
-    pressureHandler: (_request, _reply, type) => {
-      metrics.loadShed.inc({
-        reason: type === underPressure.TYPE_HEAP_USED_BYTES ? 'heap' : 'event_loop_delay',
-      });
-      return Promise.reject(overloadedError(settings.retryAfterSeconds, 'replica_overloaded'));
-    },
-  });
-  metrics.reportOverloadFrom(() => isOverloaded(app));
+export interface LoadSheddingOptions {
+  settings: OverloadSettings;
+  metrics: Pick<GatewayMetrics, 'loadShed' | 'reportOverloadFrom'>;
 }
+
+/** Sheds new requests while the process is overloaded, and reports it in gengate_overloaded. */
+export const loadShedding = fp<LoadSheddingOptions>(
+  (app, { settings, metrics }, done) => {
+    void app.register(underPressure, {
+      maxEventLoopDelay: settings.maxEventLoopDelayMs,
+      maxHeapUsedBytes: maxHeapUsedBytes(settings.maxHeapUsedRatio),
+      sampleInterval: LOAD_SAMPLE_INTERVAL_MS,
+      pressureHandler: (_request, _reply, type) => {
+        metrics.loadShed.inc({
+          reason: type === underPressure.TYPE_HEAP_USED_BYTES ? 'heap' : 'event_loop_delay',
+        });
+        return Promise.reject(overloadedError(settings.retryAfterSeconds, 'replica_overloaded'));
+      },
+    });
+    metrics.reportOverloadFrom(() => isOverloaded(app));
+    done();
+  },
+  { name: 'gengate-load-shedding', fastify: '5.x' },
+);

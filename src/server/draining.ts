@@ -12,6 +12,7 @@
 // src/app.ts: nothing arriving during the drain is refused. The gateway and the admin server
 // (src/admin/app.ts) both drain this way, so this module belongs to neither.
 import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
@@ -93,15 +94,19 @@ function closeIdleConnectionsGracefully(app: FastifyInstance): void {
 }
 
 /** The drain of the gateway and of the admin server: every response sent while closing ends its connection. */
-export function installDraining(app: FastifyInstance): void {
-  let closing = false;
-  closeIdleConnectionsGracefully(app);
-  app.addHook('preClose', (done) => {
-    closing = true;
+export const draining = fp(
+  (app, _options, done) => {
+    let closing = false;
+    closeIdleConnectionsGracefully(app);
+    app.addHook('preClose', (next) => {
+      closing = true;
+      next();
+    });
+    app.addHook('onSend', function closeConnectionAfterResponse(_request, reply, payload, next) {
+      if (closing) reply.header('connection', 'close');
+      next(null, payload);
+    });
     done();
-  });
-  app.addHook('onSend', (_request, reply, payload, done) => {
-    if (closing) reply.header('connection', 'close');
-    done(null, payload);
-  });
-}
+  },
+  { name: 'gengate-draining', fastify: '5.x' },
+);

@@ -1,9 +1,9 @@
-// The gateway's only JSON body parser: one strict parse whose result drives every decision and whose
-// raw bytes are what the upstream receives. The structure scan keeps the source text of every number a
-// schema judges (so nothing is judged on a rounded double) and where each top-level member's value sits,
-// so that a rewrite splices new values into the client's bytes: every number, escape and space the
-// client wrote reaches the upstream as written, rewritten or not. The parse itself is plain JSON.parse.
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+// The gateway's only parse of a request body (src/gateway/json-body-parser.ts hands it the bytes): one
+// strict parse whose result drives every decision and whose raw bytes are what the upstream receives.
+// The structure scan keeps the source text of every number a schema judges (so nothing is judged on a
+// rounded double) and where each top-level member's value sits, so that a rewrite splices new values
+// into the client's bytes: every number, escape and space the client wrote reaches the upstream as
+// written, rewritten or not. The parse itself is plain JSON.parse.
 import { gatewayError } from '../errors/registry.ts';
 import { NumberTexts, type MemberNumberTexts } from '../json/number-texts.ts';
 import {
@@ -35,7 +35,7 @@ const MEDIA_TYPE_PARAMETER = /;\s*([^\s=;]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s;]*)/g
  * UTF-8 is the only charset (RFC 8259 section 8.1): a body declared in another one, or with the charset
  * named twice, would be read one way here and perhaps another way upstream.
  */
-function assertUtf8Charset(contentType: string | undefined): void {
+export function assertUtf8Charset(contentType: string | undefined): void {
   if (contentType === undefined) return;
   let charsets = 0;
   for (const [, name = '', value = ''] of contentType.matchAll(MEDIA_TYPE_PARAMETER)) {
@@ -149,28 +149,4 @@ export function rewriteTopLevelMembers(
     numbers: body.numbers.withObjectReplaced(body.value, value, rewritten),
     layout: { members, closingBrace },
   };
-}
-
-/** The parsed body of a POST route; a request that sent none gets the same 415 as a wrong media type. */
-export function parsedJsonBody(request: FastifyRequest): JsonBody {
-  if (request.body === undefined) {
-    throw gatewayError('json_body_missing');
-  }
-  return request.body as JsonBody;
-}
-
-export function installJsonBodyParser(app: FastifyInstance, bodyLimitBytes: number): void {
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser(
-    'application/json',
-    { parseAs: 'buffer', bodyLimit: bodyLimitBytes },
-    (request: FastifyRequest, raw: Buffer, done: (error: Error | null, body?: JsonBody) => void) => {
-      try {
-        assertUtf8Charset(request.headers['content-type']);
-        done(null, parseJsonBody(raw));
-      } catch (error) {
-        done(error as Error);
-      }
-    },
-  );
 }

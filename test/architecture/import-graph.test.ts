@@ -4,10 +4,10 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 // The folders of src/ form a layered graph: a folder may import another only if that one never imports it
-// back, directly or through others. Domain folders export plain functions and types; the gateway's glue
-// (src/gateway/) and the root files (app.ts, main.ts, cli.ts) compose them, never the other way round.
-// The store is one part: its backends (src/store/memory/, src/store/redis/) are reached only through
-// src/store/'s own modules, and Redis is spoken nowhere else.
+// back, directly or through others. Domain folders export plain functions and types, and know nothing of
+// Fastify; the gateway's glue (src/gateway/) and the root files (app.ts, main.ts, cli.ts) compose them,
+// never the other way round. The store is one part: its backends (src/store/memory/, src/store/redis/)
+// are reached only through src/store/'s own modules, and Redis is spoken nowhere else.
 
 const SOURCE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../src');
 const ROOT_MODULE = '(root)';
@@ -34,7 +34,10 @@ const REDIS_BACKEND = 'store/redis/';
 
 // `import ... from './x.ts'`, `import type ...`, `export ... from` and side-effect `import './x.ts'`.
 const RELATIVE_SPECIFIER = /^\s*(?:import|export)\b[^'"]*?(?:\bfrom\s*)?['"](\.{1,2}\/[^'"]+)['"]/gm;
-const REDIS_CLIENT_IMPORT = /^\s*(?:import|export)\b[^'"]*?(?:\bfrom\s*)?['"]ioredis['"]/m;
+// The same statements naming a package instead of a file.
+const PACKAGE_SPECIFIER = /^\s*(?:import|export)\b[^'"]*?(?:\bfrom\s*)?['"]([^'".][^'"]*)['"]/gm;
+const FASTIFY_PACKAGE = /^(?:fastify|fastify-plugin|@fastify\/.+)$/;
+const REDIS_CLIENT_PACKAGE = /^ioredis$/;
 
 interface ImportEdge {
   from: string;
@@ -69,6 +72,26 @@ function importEdges(): ImportEdge[] {
       };
     });
   });
+}
+
+/** Each import of a package `name` matches, as `importer -> package`. */
+function packageImports(name: RegExp): { folder: string; importer: string; line: string }[] {
+  return sourceFiles(SOURCE_ROOT).flatMap((importer) => {
+    const text = readFileSync(importer, 'utf8');
+    return [...text.matchAll(PACKAGE_SPECIFIER)]
+      .map((match) => match[1]!)
+      .filter((specifier) => name.test(specifier))
+      .map((specifier) => ({
+        folder: folderOf(importer),
+        importer: relative(SOURCE_ROOT, importer),
+        line: `${relative(SOURCE_ROOT, importer)} -> ${specifier}`,
+      }));
+  });
+}
+
+/** Each import of a Fastify package, as `importer -> package`. */
+function fastifyImports(): { folder: string; line: string }[] {
+  return packageImports(FASTIFY_PACKAGE);
 }
 
 function folderGraph(edges: ImportEdge[]): Map<string, Set<string>> {
@@ -179,11 +202,10 @@ describe('the import graph of src/', () => {
   });
 
   it('speaks Redis only in src/store/redis/', () => {
-    const redisClients = sourceFiles(SOURCE_ROOT)
-      .filter((file) => REDIS_CLIENT_IMPORT.test(readFileSync(file, 'utf8')))
-      .map((file) => relative(SOURCE_ROOT, file).split(sep).join('/'));
+    const redisClients = packageImports(REDIS_CLIENT_PACKAGE);
     expect(redisClients.length).toBeGreaterThan(0);
-    expect(redisClients.filter((file) => !file.startsWith(REDIS_BACKEND))).toEqual([]);
+    const elsewhere = redisClients.filter(({ importer }) => !importer.startsWith(REDIS_BACKEND));
+    expect(elsewhere.map(({ line }) => line)).toEqual([]);
   });
 
   it('keeps domain folders free of the gateway glue and the app', () => {
@@ -192,5 +214,16 @@ describe('the import graph of src/', () => {
       .filter(({ to, imported }) => to === GATEWAY_GLUE || imported === 'app.ts')
       .map(({ importer, imported }) => `${importer} -> ${imported}`);
     expect([...new Set(reversed)]).toEqual([]);
+  });
+
+  it('finds the Fastify imports of the glue', () => {
+    expect(fastifyImports().map(({ line }) => line)).toContain('gateway/request-state.ts -> fastify-plugin');
+  });
+
+  it('keeps domain folders free of Fastify', () => {
+    const domainImports = fastifyImports()
+      .filter(({ folder }) => DOMAIN_FOLDERS.includes(folder))
+      .map(({ line }) => line);
+    expect(domainImports).toEqual([]);
   });
 });

@@ -1,0 +1,68 @@
+// Counts refused bodies in gengate_validation_failures_total{route,param}: once per problem of each
+// refused request, so one request with three bad fields adds three. `param` only ever takes a value
+// from the route's schema; anything a client invented shares one label, and whole-body problems another.
+// That set is fixed, so every route x param series starts at 0 when the app starts.
+import type { FastifyError, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
+import fp from 'fastify-plugin';
+import { ROUTE_IDS, type RouteId } from '../config/route-ids.ts';
+import { toGatewayError } from '../errors/error-handler.ts';
+import type { ErrorCode, GatewayError } from '../errors/registry.ts';
+import type { GatewayMetrics } from '../observability/metrics.ts';
+import { routeSchemaFor } from '../validation/request-schemas.ts';
+
+const UNKNOWN_PARAM_LABEL = '(unknown)';
+const WHOLE_BODY_PARAM_LABEL = '(body)';
+
+const BODY_VALIDATION_CODES: ReadonlySet<ErrorCode> = new Set([
+  'invalid_json',
+  'invalid_parameter',
+  'unknown_parameter',
+]);
+
+export interface ValidationFailureCounterOptions {
+  metrics: Pick<GatewayMetrics, 'validationFailures'>;
+}
+
+function paramsOf(failure: GatewayError): string[] {
+  if (failure.details !== undefined) return failure.details.map((detail) => detail.param);
+  return failure.param === undefined ? [] : [failure.param];
+}
+
+/** The param labels of a refused body: its problems' params, as far as the route's schema names them. */
+function paramLabels(route: RouteId, failure: GatewayError): Set<string> {
+  const fieldPaths = routeSchemaFor(route)?.fieldPaths;
+  const params = paramsOf(failure);
+  if (params.length === 0) return new Set([WHOLE_BODY_PARAM_LABEL]);
+  return new Set(params.map((param) => (fieldPaths?.has(param) === true ? param : UNKNOWN_PARAM_LABEL)));
+}
+
+/** Every route x param series at 0 once the app starts, and each refused body counted (onError). */
+export const validationFailureCounter = fp<ValidationFailureCounterOptions>(
+  (app, { metrics }, done) => {
+    for (const route of ROUTE_IDS) {
+      const fieldPaths = routeSchemaFor(route)?.fieldPaths;
+      if (fieldPaths === undefined) continue;
+      for (const param of [...fieldPaths, UNKNOWN_PARAM_LABEL, WHOLE_BODY_PARAM_LABEL]) {
+        metrics.validationFailures.inc({ route, param }, 0);
+      }
+    }
+    function countValidationFailures(
+      request: FastifyRequest,
+      _reply: FastifyReply,
+      error: FastifyError,
+      next: HookHandlerDoneFunction,
+    ): void {
+      const route = request.gateway.route;
+      const failure = toGatewayError(error);
+      if (route !== undefined && BODY_VALIDATION_CODES.has(failure.code)) {
+        for (const param of paramLabels(route.id, failure)) {
+          metrics.validationFailures.inc({ route: route.id, param });
+        }
+      }
+      next();
+    }
+    app.addHook('onError', countValidationFailures);
+    done();
+  },
+  { name: 'gengate-validation-failure-counter', fastify: '5.x', dependencies: ['gengate-request-state'] },
+);
