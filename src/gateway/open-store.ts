@@ -47,7 +47,7 @@ export async function openStore(
     metrics.startTenantCountersAtZero(tenants);
   };
   const onReportedCostCounted = (tenantId: string, costUsd: number) => {
-    deps.metrics.usageReportedCost.labels(tenantId).inc(costUsd);
+    deps.metrics.usageReportedCost.inc({ tenant: tenantId }, costUsd);
   };
   if (store.kind === 'memory') {
     const limiter = createMemoryRateLimiter({ metrics });

@@ -82,15 +82,15 @@ export function installRequestObserver(
     const tenant = request.caller?.tenant.id ?? NO_TENANT;
     const status = reply.statusCode;
     const method = METHOD_LABELS.has(request.method) ? request.method : OTHER_METHOD;
-    metrics.httpRequests.labels(route, method, String(status), tenant).inc();
-    metrics.httpDuration.labels(route).observe(totalMs / 1000);
+    metrics.httpRequests.inc({ route, method, status: String(status), tenant });
+    metrics.httpDuration.observe({ route }, totalMs / 1000);
     if (request.upstreamMs !== undefined) {
       const upstreamStatus = request.upstreamStatus === undefined ? 'error' : String(request.upstreamStatus);
-      metrics.upstreamDuration.labels(route, upstreamStatus).observe(request.upstreamMs / 1000);
+      metrics.upstreamDuration.observe({ route, status: upstreamStatus }, request.upstreamMs / 1000);
       const reason = request.upstreamStatus === undefined ? UPSTREAM_ERROR_BY_STATUS.get(status) : undefined;
       if (reason !== undefined) metrics.upstreamErrors.inc({ route, reason });
     }
-    metrics.overhead.labels(route).observe(Math.max(0, totalMs - (request.upstreamMs ?? 0)) / 1000);
+    metrics.overhead.observe({ route }, Math.max(0, totalMs - (request.upstreamMs ?? 0)) / 1000);
     request.log.info(
       {
         generationId: generationIdOf(request, gatewayRoute),

@@ -2,9 +2,8 @@
 // Labels: tenant and limit ids come from configuration, decisions from the fixed sets below, operations
 // from src/store/operations.ts.
 // Their counters start at 0 for the label values the store in use can produce (see RateLimitMetricsScope).
-import { Counter, Gauge, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { TenantConfig } from '../config/schema.ts';
-import { CellCounter, CellHistogram } from '../observability/cell-metrics.ts';
 import { STORE_OPERATIONS, type ObserveStore, type StoreOperation } from '../store/operations.ts';
 import type { LimitRequest, RateDecision } from './types.ts';
 
@@ -50,13 +49,13 @@ export function rateLimitMetricsScope(
 export type RateLimitMetrics = ReturnType<typeof createRateLimitMetrics>;
 
 export function createRateLimitMetrics(registry: Registry, scope: RateLimitMetricsScope) {
-  const decisions = new CellCounter({
+  const decisions = new Counter({
     name: 'gengate_rate_limit_decisions_total',
     help: 'Rate-limit verdicts per applicable limit; not_charged: the limit had room but another refused.',
     labelNames: ['tenant', 'limit', 'decision'] as const,
     registers: [registry],
   });
-  const storeDuration = new CellHistogram({
+  const storeDuration = new Histogram({
     name: 'gengate_store_operation_duration_seconds',
     help: 'Time waiting on the shared store, failures included.',
     labelNames: ['operation'] as const,
@@ -86,17 +85,19 @@ export function createRateLimitMetrics(registry: Registry, scope: RateLimitMetri
     startTenantCountersAtZero(tenants: readonly TenantConfig[]): void {
       for (const tenant of tenants) {
         for (const limit of tenant.limits) {
-          for (const decision of scope.decisions) decisions.labels(tenant.id, limit.id, decision);
+          for (const decision of scope.decisions) {
+            decisions.inc({ tenant: tenant.id, limit: limit.id, decision }, 0);
+          }
         }
       }
     },
     recordDecision(tenantId: string, decision: RateDecision, requests: readonly LimitRequest[]): void {
       for (const [index, request] of requests.entries()) {
-        decisions.labels(tenantId, request.id, labelFor(decision, index, request)).inc();
+        decisions.inc({ tenant: tenantId, limit: request.id, decision: labelFor(decision, index, request) });
       }
     },
     observeStore: ((operation, seconds, failed) => {
-      storeDuration.labels(operation).observe(seconds);
+      storeDuration.observe({ operation }, seconds);
       if (failed) storeErrors.inc({ operation });
     }) satisfies ObserveStore,
     setDegraded(degraded: boolean): void {
