@@ -1,4 +1,5 @@
 // Medians over rounds, the ratios the performance issue sets targets for, and the printed tables.
+import type { Allocation } from './allocation.ts';
 import { median, type Measurement } from './measure.ts';
 
 export interface TargetSummary {
@@ -53,6 +54,14 @@ export interface BuildComparison {
   commit: string;
   perRound: Record<ComparedFigure, number[]>;
   medians: Record<ComparedFigure, number>;
+  /** From the allocation step, after the rounds: one measurement of each build. */
+  allocatedPerRequest: number;
+}
+
+interface ComparedBuild {
+  throughput: TargetSummary;
+  fixedRate: TargetSummary;
+  allocation: Allocation | undefined;
 }
 
 type ComparedFigure = 'cpuPerRequest' | 'requestsPerSecond' | 'addedP99Ms' | 'peakRssMb';
@@ -70,8 +79,8 @@ const COMPARED_FIGURES: Record<ComparedFigure, string> = {
  */
 export function compareBuilds(
   build: { against: string; commit: string },
-  current: { throughput: TargetSummary; fixedRate: TargetSummary },
-  other: { throughput: TargetSummary; fixedRate: TargetSummary },
+  current: ComparedBuild,
+  other: ComparedBuild,
   directFixedRate: TargetSummary | undefined,
 ): BuildComparison {
   const directP99 = (index: number) => directFixedRate?.rounds[index]?.p99Ms ?? Number.NaN;
@@ -96,7 +105,9 @@ export function compareBuilds(
   const medians = Object.fromEntries(
     Object.entries(perRound).map(([figure, ratios]) => [figure, median(ratios)]),
   ) as Record<ComparedFigure, number>;
-  return { ...build, perRound, medians };
+  const allocatedPerRequest =
+    (current.allocation?.bytesPerRequest ?? Number.NaN) / (other.allocation?.bytesPerRequest ?? Number.NaN);
+  return { ...build, perRound, medians, allocatedPerRequest };
 }
 
 export function buildComparisonTable(comparison: BuildComparison): string {

@@ -64,8 +64,8 @@ const SMOKE_STORE_WAIT_REQUESTS = 11;
 // The fixed-rate runs need only enough connections to cover the latency at that rate.
 const FIXED_RATE_CONNECTIONS = 16;
 const PROFILE_TOP_FUNCTIONS = 25;
-// The Node targets, whose allocations V8 can sample; a few seconds of load give tens of thousands of
-// samples each.
+// The Node targets, whose allocations V8 can sample (and the other build of gengate, with --against); a
+// few seconds of load give tens of thousands of samples each.
 const ALLOCATION_TARGETS = ['bare-proxy', 'fastify-forward', 'gengate'];
 const ALLOCATION_SECONDS = 5;
 const BYTES_PER_KB = 1_000;
@@ -374,7 +374,9 @@ async function main(): Promise<void> {
           })
         : undefined;
     const allocation: Record<string, Allocation> = {};
-    for (const target of targets.filter((each) => ALLOCATION_TARGETS.includes(each.id))) {
+    for (const target of targets.filter(
+      (each) => ALLOCATION_TARGETS.includes(each.id) || each === otherTarget,
+    )) {
       allocation[target.id] = await measureAllocation(target, {
         bodyFile,
         connections: options.connections,
@@ -439,8 +441,16 @@ async function main(): Promise<void> {
         ? undefined
         : compareBuilds(
             { against: otherBuild.ref, commit: otherBuild.commit },
-            { throughput: gengateThroughput, fixedRate: row(fixedRate, 'gengate')! },
-            { throughput: row(throughput, otherTarget.id)!, fixedRate: row(fixedRate, otherTarget.id)! },
+            {
+              throughput: gengateThroughput,
+              fixedRate: row(fixedRate, 'gengate')!,
+              allocation: allocation.gengate,
+            },
+            {
+              throughput: row(throughput, otherTarget.id)!,
+              fixedRate: row(fixedRate, otherTarget.id)!,
+              allocation: allocation[otherTarget.id],
+            },
             row(fixedRate, 'direct'),
           );
     const checks = checkTargets({
@@ -501,6 +511,10 @@ async function main(): Promise<void> {
           'CPU, added p99 and RSS below 1 and req/s above 1 favour this build',
       );
       print(buildComparisonTable(comparison));
+      print(
+        `bytes allocated per request, this build / the other: ${fixed(comparison.allocatedPerRequest, 3)} ` +
+          '(one measurement each, in the allocation step)',
+      );
     }
     print(
       `\nstall budget: judging one body of ${stallBudget.bytes} bytes, medians of ${stallBudget.rounds} rounds`,
