@@ -1,9 +1,19 @@
 // gengate with every feature on: a configuration file written for the run (one tenant, a policy that
 // leaves the benchmark body untouched, two rate limits on the run's Redis, metrics, info-level logs to a
-// file) and the process started from the very Node that runs the benchmark.
+// file) and the process started from the very Node that runs the benchmark. With --against, another git
+// revision of gengate is compiled too, to run with the same configuration.
+import { execFileSync } from 'node:child_process';
 import { createHash, randomInt } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  realpathSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { PROXY_CORE, freePort, spawnPinned, waitUntil, type BenchProcess } from './processes.ts';
@@ -19,6 +29,9 @@ const UNREACHABLE_LIMIT = 60_000_000;
 const UPSTREAM_TOKEN_ENV = 'BENCH_UPSTREAM_TOKEN';
 // gengate as deployed (README, "Deployment"): compiled by `npm run build`, which `npm run bench` runs first.
 const GENGATE_MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
+const REPOSITORY = fileURLToPath(new URL('..', import.meta.url));
+const TYPESCRIPT_COMPILER = join('node_modules', 'typescript', 'bin', 'tsc');
+const SHORT_COMMIT_LENGTH = 12;
 /**
  * The V8 settings of the deployment command (README, "Deployment"): a young generation of 2 × 16 MB
  * instead of the default that grows to 2 × 64 MB on a large machine, and an old generation that may grow
@@ -118,12 +131,62 @@ async function isReady(adminPort: number): Promise<boolean> {
   }
 }
 
+/** Another revision of gengate, compiled. */
+export interface OtherBuild {
+  /** The revision as given, e.g. `main` or `HEAD~1`. */
+  ref: string;
+  commit: string;
+  /** Its compiled entry point, to give startGengate. */
+  main: string;
+}
+
+/**
+ * Compiles another git revision of gengate the way `npm run build` compiles this one: tsc with that
+ * revision's tsconfig.build.json, then every Lua script of its src/ copied to the same place under dist/,
+ * wherever that revision keeps them. Its files are extracted with `git archive` into `workDir`, not checked
+ * out as a worktree, so removing `workDir` removes every trace of it, even after an interrupted run. It
+ * runs with this checkout's node_modules: a revision with other dependencies is measured with these.
+ */
+export function buildGengateAt(ref: string, workDir: string): OtherBuild {
+  const run = (command: string, args: readonly string[], cwd: string): string => {
+    try {
+      return execFileSync(command, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+    } catch (error) {
+      // tsc reports on stdout, git and tar on stderr.
+      const { stdout = '', stderr = '' } = error as { stdout?: string; stderr?: string };
+      const output = `${stdout}${stderr}`.trim();
+      throw new Error(`building gengate at ${ref}: ${command} ${args.join(' ')} failed\n${output}`, {
+        cause: error,
+      });
+    }
+  };
+  const commit = run('git', ['rev-parse', '--verify', '--end-of-options', `${ref}^{commit}`], REPOSITORY);
+  const tree = join(workDir, `gengate-${commit.slice(0, SHORT_COMMIT_LENGTH)}`);
+  const archive = `${tree}.tar`;
+  mkdirSync(tree);
+  run('git', ['archive', '--format=tar', `--output=${archive}`, commit], REPOSITORY);
+  run('tar', ['-xf', archive, '-C', tree], workDir);
+  symlinkSync(realpathSync(join(REPOSITORY, 'node_modules')), join(tree, 'node_modules'), 'dir');
+  run(process.execPath, [TYPESCRIPT_COMPILER, '-p', 'tsconfig.build.json'], tree);
+  const sources = join(tree, 'src');
+  for (const file of readdirSync(sources, { recursive: true, encoding: 'utf8' })) {
+    if (!file.endsWith('.lua')) continue;
+    mkdirSync(dirname(join(tree, 'dist', file)), { recursive: true });
+    copyFileSync(join(sources, file), join(tree, 'dist', file));
+  }
+  const main = join(tree, 'dist', 'main.js');
+  if (!existsSync(main)) throw new Error(`gengate at ${ref} (${commit}) compiled to no dist/main.js`);
+  return { ref, commit, main };
+}
+
 export async function startGengate(options: {
   workDir: string;
   upstreamUrl: string;
   redisUrl: string;
   /** Extra Node flags, e.g. --cpu-prof. */
   nodeFlags?: readonly string[];
+  /** The compiled entry point: this checkout's dist/main.js unless another build's (buildGengateAt). */
+  main?: string;
   name?: string;
   /** The store's command timeout, when the default would not do. */
   commandTimeoutMs?: number;
@@ -150,7 +213,13 @@ export async function startGengate(options: {
     name,
     PROXY_CORE,
     process.execPath,
-    [...PRODUCTION_NODE_FLAGS, ...(options.nodeFlags ?? []), GENGATE_MAIN, '--config', configFile],
+    [
+      ...PRODUCTION_NODE_FLAGS,
+      ...(options.nodeFlags ?? []),
+      options.main ?? GENGATE_MAIN,
+      '--config',
+      configFile,
+    ],
     { env: { ...process.env, [UPSTREAM_TOKEN_ENV]: 'bench-upstream-token' }, stdoutFile: logFile },
   );
   await waitUntil(`${name} to be ready`, () => isReady(adminPort), START_TIMEOUT_MS, gengate);

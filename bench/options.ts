@@ -28,10 +28,12 @@ export interface BenchOptions {
   soakSampleSeconds: number;
   profile: boolean;
   smoke: boolean;
+  /** A git revision of gengate to build and measure beside this one, in the same rounds. */
+  against: string | undefined;
 }
 
 const USAGE = `usage: npm run bench -- [--duration S] [--rounds N] [--warmup S] [--connections N] [--rate R]
-                        [--soak S] [--profile] [--smoke]`;
+                        [--soak S] [--profile] [--smoke] [--against GIT-REF]`;
 
 function wholeNumber(name: string, text: string | undefined, fallback: number): number {
   if (text === undefined) return fallback;
@@ -53,8 +55,10 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
       soak: { type: 'string' },
       profile: { type: 'boolean', default: false },
       smoke: { type: 'boolean', default: false },
+      against: { type: 'string' },
     },
   });
+  if (values.against?.trim() === '') throw new Error(`--against needs a git revision\n${USAGE}`);
   const smoke = values.smoke;
   return {
     durationSeconds: wholeNumber(
@@ -73,5 +77,6 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
     soakSampleSeconds: smoke ? SMOKE_SOAK_SAMPLE_SECONDS : DEFAULT_SOAK_SAMPLE_SECONDS,
     profile: values.profile,
     smoke,
+    against: values.against,
   };
 }

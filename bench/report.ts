@@ -1,4 +1,5 @@
 // Medians over rounds, the ratios the performance issue sets targets for, and the printed tables.
+import type { Allocation } from './allocation.ts';
 import { median, type Measurement } from './measure.ts';
 
 export interface TargetSummary {
@@ -38,13 +39,91 @@ export function summarise(id: string, label: string, rounds: Measurement[]): Tar
 export function ratiosPerRound(
   a: TargetSummary | undefined,
   b: TargetSummary | undefined,
-  pick: (round: Measurement) => number,
+  pick: (round: Measurement, index: number) => number,
 ): number[] {
   if (a === undefined || b === undefined) return [];
   return a.rounds.map((round, index) => {
     const other = b.rounds[index];
-    return other === undefined ? Number.NaN : pick(round) / pick(other);
+    return other === undefined ? Number.NaN : pick(round, index) / pick(other, index);
   });
+}
+
+/** This build over another (--against), each figure round by round and the median of those ratios. */
+export interface BuildComparison {
+  against: string;
+  commit: string;
+  perRound: Record<ComparedFigure, number[]>;
+  medians: Record<ComparedFigure, number>;
+  /** From the allocation step, after the rounds: one measurement of each build. */
+  allocatedPerRequest: number;
+}
+
+interface ComparedBuild {
+  throughput: TargetSummary;
+  fixedRate: TargetSummary;
+  allocation: Allocation | undefined;
+}
+
+type ComparedFigure = 'cpuPerRequest' | 'requestsPerSecond' | 'addedP99Ms' | 'peakRssMb';
+
+const COMPARED_FIGURES: Record<ComparedFigure, string> = {
+  cpuPerRequest: 'CPU µs/request, full load',
+  requestsPerSecond: 'req/s, full load',
+  addedP99Ms: 'added p99 ms, fixed rate',
+  peakRssMb: 'peak RSS MB, full load',
+};
+
+/**
+ * Each build measured in the same rounds, so each ratio pairs two runs minutes apart at most. Added p99
+ * subtracts the direct call's p99 of the same round from each build's.
+ */
+export function compareBuilds(
+  build: { against: string; commit: string },
+  current: ComparedBuild,
+  other: ComparedBuild,
+  directFixedRate: TargetSummary | undefined,
+): BuildComparison {
+  const directP99 = (index: number) => directFixedRate?.rounds[index]?.p99Ms ?? Number.NaN;
+  const perRound: Record<ComparedFigure, number[]> = {
+    cpuPerRequest: ratiosPerRound(
+      current.throughput,
+      other.throughput,
+      (round) => round.cpuMicrosecondsPerRequest,
+    ),
+    requestsPerSecond: ratiosPerRound(
+      current.throughput,
+      other.throughput,
+      (round) => round.requestsPerSecond,
+    ),
+    addedP99Ms: ratiosPerRound(
+      current.fixedRate,
+      other.fixedRate,
+      (round, index) => round.p99Ms - directP99(index),
+    ),
+    peakRssMb: ratiosPerRound(current.throughput, other.throughput, (round) => round.peakRssMb),
+  };
+  const medians = Object.fromEntries(
+    Object.entries(perRound).map(([figure, ratios]) => [figure, median(ratios)]),
+  ) as Record<ComparedFigure, number>;
+  const allocatedPerRequest =
+    (current.allocation?.bytesPerRequest ?? Number.NaN) / (other.allocation?.bytesPerRequest ?? Number.NaN);
+  return { ...build, perRound, medians, allocatedPerRequest };
+}
+
+export function buildComparisonTable(comparison: BuildComparison): string {
+  const rounds = comparison.perRound.cpuPerRequest.length;
+  return formatTable(
+    [
+      'this build / the other',
+      ...Array.from({ length: rounds }, (_, index) => `round ${index + 1}`),
+      'median',
+    ],
+    (Object.keys(COMPARED_FIGURES) as ComparedFigure[]).map((figure) => [
+      COMPARED_FIGURES[figure],
+      ...comparison.perRound[figure].map((ratio) => fixed(ratio, 3)),
+      fixed(comparison.medians[figure], 3),
+    ]),
+  );
 }
 
 /** Columns padded to their widest cell; the first left-aligned, the others right-aligned. */

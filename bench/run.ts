@@ -1,8 +1,9 @@
 // `npm run bench`: the gateway's benchmark (issue 7). On loopback, one static upstream and the same
 // image submission sent straight to it, through a bare @fastify/http-proxy, through the floor of gengate's
 // own architecture (Fastify and its upstream client alone), through gengate with every feature on, and
-// through nginx when installed; throughput and latency at a fixed rate, interleaved
-// rounds, medians. Prints tables and writes bench/results/<timestamp>.json. See docs/performance.md.
+// through nginx when installed, and with --against through another git revision of gengate; throughput
+// and latency at a fixed rate, interleaved rounds, medians. Prints tables and writes
+// bench/results/<timestamp>.json. See docs/performance.md.
 import {
   closeSync,
   copyFileSync,
@@ -19,7 +20,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ALLOCATION_SAMPLER_FLAGS, measureAllocation, type Allocation } from './allocation.ts';
 import { summariseCpuProfile, type ProfileSummary } from './cpu-profile.ts';
-import { startGengate, type BenchGengate } from './gengate.ts';
+import { buildGengateAt, startGengate, type BenchGengate, type OtherBuild } from './gengate.ts';
 import { startBareProxy, startFastifyForward, startNginx, startStaticUpstream } from './baselines.ts';
 import { wrkPath } from './load.ts';
 import { measure, median, type Measurement, type Target } from './measure.ts';
@@ -27,7 +28,9 @@ import { parseBenchOptions, type BenchOptions } from './options.ts';
 import { pinningNote, type BenchProcess } from './processes.ts';
 import { startRedis } from './redis.ts';
 import {
+  buildComparisonTable,
   checkTargets,
+  compareBuilds,
   fixed,
   fixedRateTable,
   formatTable,
@@ -61,8 +64,8 @@ const SMOKE_STORE_WAIT_REQUESTS = 11;
 // The fixed-rate runs need only enough connections to cover the latency at that rate.
 const FIXED_RATE_CONNECTIONS = 16;
 const PROFILE_TOP_FUNCTIONS = 25;
-// The Node targets, whose allocations V8 can sample; a few seconds of load give tens of thousands of
-// samples each.
+// The Node targets, whose allocations V8 can sample (and the other build of gengate, with --against); a
+// few seconds of load give tens of thousands of samples each.
 const ALLOCATION_TARGETS = ['bare-proxy', 'fastify-forward', 'gengate'];
 const ALLOCATION_SECONDS = 5;
 const BYTES_PER_KB = 1_000;
@@ -151,10 +154,10 @@ async function profileGengate(
   return summariseCpuProfile(kept, PROFILE_TOP_FUNCTIONS);
 }
 
-function gengateTarget(gengate: BenchGengate): Target {
+function gengateTarget(gengate: BenchGengate, build?: OtherBuild): Target {
   return {
-    id: 'gengate',
-    label: 'gengate (all features)',
+    id: build === undefined ? 'gengate' : `gengate@${build.ref}`,
+    label: build === undefined ? 'gengate (all features)' : `gengate@${build.ref}`,
     url: `http://127.0.0.1:${gengate.port}`,
     pid: gengate.process.pid,
     authorization: gengate.authorization,
@@ -252,6 +255,12 @@ async function main(): Promise<void> {
       `gengate benchmark: ${pinningNote()}; ${availableParallelism()} cores (${cpus()[0]?.model ?? '?'})`,
     );
     print(`Node ${process.version}; load average ${loadAverage()}; body ${SUBMISSION_BODY.length} bytes`);
+    let otherBuild: OtherBuild | undefined;
+    if (options.against !== undefined) {
+      print(`building gengate at ${options.against}`);
+      otherBuild = buildGengateAt(options.against, workDir);
+      print(`gengate@${otherBuild.ref} is commit ${otherBuild.commit}`);
+    }
     const redis = await startRedis();
     started.push(redis.process);
     const upstream = await startStaticUpstream();
@@ -268,6 +277,20 @@ async function main(): Promise<void> {
       nodeFlags: ALLOCATION_SAMPLER_FLAGS,
     });
     started.push(gengate.process);
+    let otherTarget: Target | undefined;
+    if (otherBuild !== undefined) {
+      // The same configuration, flags and core: the two builds differ only in their code.
+      const other = await startGengate({
+        workDir,
+        upstreamUrl,
+        redisUrl: redis.url,
+        nodeFlags: ALLOCATION_SAMPLER_FLAGS,
+        main: otherBuild.main,
+        name: 'gengate-against',
+      });
+      started.push(other.process);
+      otherTarget = gengateTarget(other, otherBuild);
+    }
     const nginx = await startNginx(workDir, upstream.port);
     if (nginx !== undefined) started.push(nginx.process);
 
@@ -286,6 +309,7 @@ async function main(): Promise<void> {
         pid: floor.process.pid,
       },
       gengateTarget(gengate),
+      ...(otherTarget === undefined ? [] : [otherTarget]),
       ...(nginx === undefined
         ? []
         : [{ id: 'nginx', label: 'nginx', url: `http://127.0.0.1:${nginx.port}`, pid: nginx.process.pid }]),
@@ -350,7 +374,9 @@ async function main(): Promise<void> {
           })
         : undefined;
     const allocation: Record<string, Allocation> = {};
-    for (const target of targets.filter((each) => ALLOCATION_TARGETS.includes(each.id))) {
+    for (const target of targets.filter(
+      (each) => ALLOCATION_TARGETS.includes(each.id) || each === otherTarget,
+    )) {
       allocation[target.id] = await measureAllocation(target, {
         bodyFile,
         connections: options.connections,
@@ -410,6 +436,23 @@ async function main(): Promise<void> {
           .map((summary) => [summary.id, summary.p99Ms - directP99]),
       ),
     };
+    const comparison =
+      otherBuild === undefined || otherTarget === undefined
+        ? undefined
+        : compareBuilds(
+            { against: otherBuild.ref, commit: otherBuild.commit },
+            {
+              throughput: gengateThroughput,
+              fixedRate: row(fixedRate, 'gengate')!,
+              allocation: allocation.gengate,
+            },
+            {
+              throughput: row(throughput, otherTarget.id)!,
+              fixedRate: row(fixedRate, otherTarget.id)!,
+              allocation: allocation[otherTarget.id],
+            },
+            row(fixedRate, 'direct'),
+          );
     const checks = checkTargets({
       gengateOverBare: ratios.gengateOverBareRequestsPerSecond,
       gengateAddedP99Ms: ratios.addedP99MsAtFixedRate.gengate ?? Number.NaN,
@@ -462,6 +505,17 @@ async function main(): Promise<void> {
           .join(', '),
     );
     print(`gengate log: ${fixed(logLineBytes, 0)} bytes per line on average`);
+    if (comparison !== undefined) {
+      print(
+        `\nthis build / gengate@${comparison.against} (${comparison.commit}), round by round: ` +
+          'CPU, added p99 and RSS below 1 and req/s above 1 favour this build',
+      );
+      print(buildComparisonTable(comparison));
+      print(
+        `bytes allocated per request, this build / the other: ${fixed(comparison.allocatedPerRequest, 3)} ` +
+          '(one measurement each, in the allocation step)',
+      );
+    }
     print(
       `\nstall budget: judging one body of ${stallBudget.bytes} bytes, medians of ${stallBudget.rounds} rounds`,
     );
@@ -497,6 +551,7 @@ async function main(): Promise<void> {
             targets: fixedRate,
           },
           ratios,
+          ...(comparison === undefined ? {} : { against: comparison }),
           allocation,
           storeTrips,
           storeWaits,

@@ -2,9 +2,8 @@
 // tenant and limit ids come from configuration, decisions from the fixed sets below. Their counters start
 // at 0 for the label values the store in use can produce (see RateLimitMetricsScope). The store's own
 // metrics (round trips, errors, the breaker) are in src/store/metrics.ts.
-import type { Registry } from 'prom-client';
+import { Counter, type Registry } from 'prom-client';
 import type { TenantConfig } from '../config/schema.ts';
-import { CellCounter } from '../observability/cell-metrics.ts';
 import type { LimitRequest, RateDecision } from './types.ts';
 
 /** Verdicts the store decides exactly, whatever its kind. */
@@ -42,7 +41,7 @@ export function rateLimitMetricsScope(
 export type RateLimitMetrics = ReturnType<typeof createRateLimitMetrics>;
 
 export function createRateLimitMetrics(registry: Registry, scope: RateLimitMetricsScope) {
-  const decisions = new CellCounter({
+  const decisions = new Counter({
     name: 'gengate_rate_limit_decisions_total',
     help: 'Rate-limit verdicts per applicable limit; not_charged: the limit had room but another refused.',
     labelNames: ['tenant', 'limit', 'decision'] as const,
@@ -53,13 +52,15 @@ export function createRateLimitMetrics(registry: Registry, scope: RateLimitMetri
     startTenantCountersAtZero(tenants: readonly TenantConfig[]): void {
       for (const tenant of tenants) {
         for (const limit of tenant.limits) {
-          for (const decision of scope.decisions) decisions.labels(tenant.id, limit.id, decision);
+          for (const decision of scope.decisions) {
+            decisions.inc({ tenant: tenant.id, limit: limit.id, decision }, 0);
+          }
         }
       }
     },
     recordDecision(tenantId: string, decision: RateDecision, requests: readonly LimitRequest[]): void {
       for (const [index, request] of requests.entries()) {
-        decisions.labels(tenantId, request.id, labelFor(decision, index, request)).inc();
+        decisions.inc({ tenant: tenantId, limit: request.id, decision: labelFor(decision, index, request) });
       }
     },
   };
