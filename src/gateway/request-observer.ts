@@ -84,15 +84,15 @@ export const requestObserver = fp<RequestObserverOptions>(
       const tenant = state.caller?.tenant.id ?? NO_TENANT;
       const status = reply.statusCode;
       const method = METHOD_LABELS.has(request.method) ? request.method : OTHER_METHOD;
-      metrics.httpRequests.inc({ route, method, status: String(status), tenant });
-      metrics.httpDuration.observe({ route }, totalMs / 1000);
+      metrics.httpRequests.labels(route, method, String(status), tenant).inc();
+      metrics.httpDuration.labels(route).observe(totalMs / 1000);
       if (state.upstreamMs !== undefined) {
         const upstreamStatus = state.upstreamStatus === undefined ? 'error' : String(state.upstreamStatus);
-        metrics.upstreamDuration.observe({ route, status: upstreamStatus }, state.upstreamMs / 1000);
+        metrics.upstreamDuration.labels(route, upstreamStatus).observe(state.upstreamMs / 1000);
         const reason = state.upstreamStatus === undefined ? UPSTREAM_ERROR_BY_STATUS.get(status) : undefined;
         if (reason !== undefined) metrics.upstreamErrors.inc({ route, reason });
       }
-      metrics.overhead.observe({ route }, Math.max(0, totalMs - (state.upstreamMs ?? 0)) / 1000);
+      metrics.overhead.labels(route).observe(Math.max(0, totalMs - (state.upstreamMs ?? 0)) / 1000);
       request.log.info(
         {
           generationId: generationIdOf(request, state.route),

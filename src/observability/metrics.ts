@@ -1,12 +1,14 @@
 // gengate's Prometheus metrics (contract section 10). Every label value comes from configuration or the
-// route table, never from request data, so series stay bounded whatever clients send.
+// route table, never from request data, so series stay bounded whatever clients send. The ones updated on
+// every request are cell metrics (./cell-metrics.ts): their updates allocate nothing.
 // Counters whose label values are a fixed set start at 0 here; the per-tenant ones start at 0 when the
 // configuration names the tenant (src/gateway/tenant-series.ts), so increase() and alerts see their first
 // event.
 import { getHeapStatistics } from 'node:v8';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import packageJson from '../../package.json' with { type: 'json' };
 import { ROUTE_IDS } from '../config/route-ids.ts';
+import { CellCounter, CellHistogram } from './cell-metrics.ts';
 
 // Whole requests and upstream calls: from a refusal answered in half a millisecond to a generation call
 // that runs into the upstream timeout (60 s by default) or the server's request timeout (120 s).
@@ -84,27 +86,27 @@ export function createMetrics(registry: Registry = new Registry()) {
     reportOverloadFrom(overloaded: () => boolean) {
       overloadedNow = overloaded;
     },
-    httpRequests: new Counter({
+    httpRequests: new CellCounter({
       name: 'gengate_http_requests_total',
       help: 'Requests answered by the gateway.',
       labelNames: ['route', 'method', 'status', 'tenant'] as const,
       registers: [registry],
     }),
-    httpDuration: new Histogram({
+    httpDuration: new CellHistogram({
       name: 'gengate_http_request_duration_seconds',
       help: 'Time from request received to response sent.',
       labelNames: ['route'] as const,
       buckets: LATENCY_BUCKETS_SECONDS,
       registers: [registry],
     }),
-    upstreamDuration: new Histogram({
+    upstreamDuration: new CellHistogram({
       name: 'gengate_upstream_request_duration_seconds',
       help: 'Time waiting on the generation service, by its status ("error" when it did not answer).',
       labelNames: ['route', 'status'] as const,
       buckets: LATENCY_BUCKETS_SECONDS,
       registers: [registry],
     }),
-    overhead: new Histogram({
+    overhead: new CellHistogram({
       name: 'gengate_overhead_seconds',
       help: 'Time spent in the gateway itself: total duration minus upstream wait.',
       labelNames: ['route'] as const,
@@ -130,25 +132,25 @@ export function createMetrics(registry: Registry = new Registry()) {
     }),
     configReloads,
     upstreamErrors,
-    usageImages: new Counter({
+    usageImages: new CellCounter({
       name: 'gengate_usage_images_total',
       help: 'Images requested by tenants (samples of forwarded image creates, after policy).',
       labelNames: ['tenant'] as const,
       registers: [registry],
     }),
-    usageVideoSeconds: new Counter({
+    usageVideoSeconds: new CellCounter({
       name: 'gengate_usage_video_seconds_total',
       help: 'Video seconds requested by tenants (durations of forwarded video creates).',
       labelNames: ['tenant'] as const,
       registers: [registry],
     }),
-    usageEstimatedCost: new Counter({
+    usageEstimatedCost: new CellCounter({
       name: 'gengate_usage_estimated_cost_usd_total',
       help: "The gateway's estimate of the cost of forwarded creates (video prices; images estimate 0).",
       labelNames: ['tenant'] as const,
       registers: [registry],
     }),
-    usageReportedCost: new Counter({
+    usageReportedCost: new CellCounter({
       name: 'gengate_usage_reported_cost_usd_total',
       help: 'The totalCost the upstream reported for finished records, counted once per record polled.',
       labelNames: ['tenant'] as const,

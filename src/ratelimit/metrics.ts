@@ -2,8 +2,9 @@
 // tenant and limit ids come from configuration, decisions from the fixed sets below. Their counters start
 // at 0 for the label values the store in use can produce (see RateLimitMetricsScope). The store's own
 // metrics (round trips, errors, the breaker) are in src/store/metrics.ts.
-import { Counter, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
 import type { TenantConfig } from '../config/schema.ts';
+import { CellCounter } from '../observability/cell-metrics.ts';
 import type { LimitRequest, RateDecision } from './types.ts';
 
 /** Verdicts the store decides exactly, whatever its kind. */
@@ -41,7 +42,7 @@ export function rateLimitMetricsScope(
 export type RateLimitMetrics = ReturnType<typeof createRateLimitMetrics>;
 
 export function createRateLimitMetrics(registry: Registry, scope: RateLimitMetricsScope) {
-  const decisions = new Counter({
+  const decisions = new CellCounter({
     name: 'gengate_rate_limit_decisions_total',
     help: 'Rate-limit verdicts per applicable limit; not_charged: the limit had room but another refused.',
     labelNames: ['tenant', 'limit', 'decision'] as const,
@@ -52,15 +53,13 @@ export function createRateLimitMetrics(registry: Registry, scope: RateLimitMetri
     startTenantCountersAtZero(tenants: readonly TenantConfig[]): void {
       for (const tenant of tenants) {
         for (const limit of tenant.limits) {
-          for (const decision of scope.decisions) {
-            decisions.inc({ tenant: tenant.id, limit: limit.id, decision }, 0);
-          }
+          for (const decision of scope.decisions) decisions.labels(tenant.id, limit.id, decision);
         }
       }
     },
     recordDecision(tenantId: string, decision: RateDecision, requests: readonly LimitRequest[]): void {
       for (const [index, request] of requests.entries()) {
-        decisions.inc({ tenant: tenantId, limit: request.id, decision: labelFor(decision, index, request) });
+        decisions.labels(tenantId, request.id, labelFor(decision, index, request)).inc();
       }
     },
   };

@@ -3,7 +3,8 @@
 // round trip through an ObserveStore, so the store's timing is measured the same way whoever sends the
 // command; the breaker's state and trips are the store's too, whichever of its users tripped it.
 // Operations come from the fixed set below; their error counters start at 0 for the store in use.
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
+import { CellHistogram } from '../observability/cell-metrics.ts';
 import type { StoreBreaker } from './redis/circuit-breaker.ts';
 
 /** `admission`: a request id checked and the limits charged in one call (src/store/redis/admission.ts). */
@@ -33,7 +34,7 @@ export function storeOperationsOf(kind: 'memory' | 'redis'): readonly StoreOpera
 export type StoreMetrics = ReturnType<typeof createStoreMetrics>;
 
 export function createStoreMetrics(registry: Registry, operations: readonly StoreOperation[]) {
-  const storeDuration = new Histogram({
+  const storeDuration = new CellHistogram({
     name: 'gengate_store_operation_duration_seconds',
     help: 'Time waiting on the shared store, failures included.',
     labelNames: ['operation'] as const,
@@ -60,7 +61,7 @@ export function createStoreMetrics(registry: Registry, operations: readonly Stor
   });
   return {
     observeStore: ((operation, seconds, failed) => {
-      storeDuration.observe({ operation }, seconds);
+      storeDuration.labels(operation).observe(seconds);
       if (failed) storeErrors.inc({ operation });
     }) satisfies ObserveStore,
     /** Degraded while `breaker` is open; each opening counts as a trip. */

@@ -20,7 +20,7 @@ export async function openStore(
   );
   const storeMetrics = createStoreMetrics(deps.metrics.registry, storeOperationsOf(store.kind));
   const onReportedCostCounted = (tenantId: string, costUsd: number) => {
-    deps.metrics.usageReportedCost.inc({ tenant: tenantId }, costUsd);
+    deps.metrics.usageReportedCost.labels(tenantId).inc(costUsd);
   };
   const backend: StoreBackend =
     store.kind === 'memory'

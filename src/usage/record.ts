@@ -71,20 +71,18 @@ export function recordExchangeUsage(
 ): void {
   for (const event of usageEventsFor(exchange.route, exchange.requestBody, exchange.responseBody)) {
     meter.record(exchange.tenantId, event, nowMs);
-    const tenant = { tenant: exchange.tenantId };
-    if (event.kind === 'images') metrics.usageImages.inc(tenant, event.count);
-    if (event.kind === 'video') metrics.usageVideoSeconds.inc(tenant, event.seconds);
+    if (event.kind === 'images') metrics.usageImages.labels(exchange.tenantId).inc(event.count);
+    if (event.kind === 'video') metrics.usageVideoSeconds.labels(exchange.tenantId).inc(event.seconds);
     if (event.kind === 'images' || event.kind === 'video') {
-      metrics.usageEstimatedCost.inc(tenant, event.estimatedCostUsd);
+      metrics.usageEstimatedCost.labels(exchange.tenantId).inc(event.estimatedCostUsd);
     }
   }
 }
 
 /** Creates the usage counters of a tenant at 0. */
 export function startUsageCountersAtZero(metrics: RequestedUsageMetrics, tenantId: string): void {
-  const tenant = { tenant: tenantId };
-  metrics.usageImages.inc(tenant, 0);
-  metrics.usageVideoSeconds.inc(tenant, 0);
-  metrics.usageEstimatedCost.inc(tenant, 0);
-  metrics.usageReportedCost.inc(tenant, 0);
+  metrics.usageImages.labels(tenantId);
+  metrics.usageVideoSeconds.labels(tenantId);
+  metrics.usageEstimatedCost.labels(tenantId);
+  metrics.usageReportedCost.labels(tenantId);
 }

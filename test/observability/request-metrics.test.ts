@@ -1,6 +1,7 @@
 // The metrics every request updates (contract section 10), read the way Prometheus reads them: the admin
-// server's GET /metrics: one series per label set, labels in the order the metric declares them,
-// histograms with cumulative buckets, +Inf, _sum and _count.
+// server's GET /metrics. They are cell metrics (src/observability/cell-metrics.ts), so this holds their
+// exposition to the format prom-client's own classes give: one series per label set, histograms with
+// cumulative buckets, +Inf, _sum and _count.
 import { getHeapStatistics } from 'node:v8';
 import { beforeAll, describe, expect, test } from 'vitest';
 import packageJson from '../../package.json' with { type: 'json' };
