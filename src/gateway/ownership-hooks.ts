@@ -10,7 +10,7 @@ import type { GatewayRoute } from '../routing/route-table.ts';
 import type { OwnershipStore, SubmissionResponse, TakenOutcome } from '../ownership/store.ts';
 import { bodyOf, routeOf, tenantOf } from './request-state.ts';
 
-export const IDEMPOTENT_REPLAYED_HEADER = 'idempotent-replayed';
+const IDEMPOTENT_REPLAYED_HEADER = 'idempotent-replayed';
 // The upstream may have accepted the submission: the tenant keeps the id and may poll it.
 const UNKNOWN_OUTCOME_STATUSES = new Set([502, 504]);
 

@@ -54,7 +54,7 @@ function singletonFieldCounts(rawHeaders: readonly string[]) {
 }
 
 /** Why the head of `request` is refused, or undefined when it is sound. */
-export function requestHeadProblem(request: IncomingMessage): GatewayError | undefined {
+function requestHeadProblem(request: IncomingMessage): GatewayError | undefined {
   if (request.httpVersionMajor !== 1 || request.httpVersionMinor > 1) {
     return faultyMessage('http_version_not_served');
   }

@@ -10,13 +10,13 @@ import type { LimitRequest, RateDecision } from './types.ts';
 /** Verdicts the store decides exactly, whatever its kind. */
 export const EXACT_DECISIONS = ['admitted', 'rate_limited', 'not_charged', 'cost_exceeds_limit'] as const;
 /** While a Redis store fails open: the per-replica fallback limiter decides. */
-export const FALLBACK_DECISIONS = [
+const FALLBACK_DECISIONS = [
   'fallback_admitted',
   'fallback_rate_limited',
   'fallback_not_charged',
 ] as const;
 /** While a Redis store fails closed: every charge is refused. */
-export const FAIL_CLOSED_DECISIONS = ['store_unavailable'] as const;
+const FAIL_CLOSED_DECISIONS = ['store_unavailable'] as const;
 
 /** Per limit: its own verdict; `fallback_` when decided by the per-replica fallback limiter. */
 export type LimitDecisionLabel =

@@ -21,7 +21,7 @@ import { performance } from 'node:perf_hooks';
 // it. A balancer reuses its busiest connections first, so one idle this long is not about to carry a
 // request; and Node reads a new socket only in a later turn of the event loop (later still when the loop
 // lags), so a request may already be on its way on a connection that looks idle.
-export const IDLE_CONNECTION_GRACE_MS = 1_000;
+const IDLE_CONNECTION_GRACE_MS = 1_000;
 
 interface ConnectionState {
   requestsInFlight: number;

@@ -8,7 +8,7 @@ import { commandDeadline, type RedisConnection } from './connection.ts';
 /** What a store user does while the store cannot answer: serve from a per-replica fallback, or refuse. */
 export type StoreFailMode = 'open' | 'closed';
 
-export const DEFAULT_STORE_PROBE_INTERVAL_MS = 250;
+const DEFAULT_STORE_PROBE_INTERVAL_MS = 250;
 /** Retry-After for store_unavailable: a few probe intervals, rounded to the header's whole seconds. */
 export const STORE_UNAVAILABLE_RETRY_AFTER_SECONDS = 1;
 
