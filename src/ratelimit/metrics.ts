@@ -10,11 +10,7 @@ import type { LimitRequest, RateDecision } from './types.ts';
 /** Verdicts the store decides exactly, whatever its kind. */
 export const EXACT_DECISIONS = ['admitted', 'rate_limited', 'not_charged', 'cost_exceeds_limit'] as const;
 /** While a Redis store fails open: the per-replica fallback limiter decides. */
-const FALLBACK_DECISIONS = [
-  'fallback_admitted',
-  'fallback_rate_limited',
-  'fallback_not_charged',
-] as const;
+const FALLBACK_DECISIONS = ['fallback_admitted', 'fallback_rate_limited', 'fallback_not_charged'] as const;
 /** While a Redis store fails closed: every charge is refused. */
 const FAIL_CLOSED_DECISIONS = ['store_unavailable'] as const;
 
