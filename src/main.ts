@@ -10,6 +10,7 @@ import { EXIT_CANNOT_LISTEN, EXIT_INVALID } from './cli/exit-codes.ts';
 import { cannotListenMessage, type ListenAddress } from './cli/listen-failure.ts';
 import { createTenantDirectory } from './auth/tenant-directory.ts';
 import { createCredentialStore } from './config/credentials.ts';
+import { tenantConfigHash } from './config/identity.ts';
 import { ConfigError, loadConfig } from './config/load.ts';
 import { assertTenantsReloadable, sectionsNeedingRestart, watchConfig } from './config/reload.ts';
 import { createMetrics } from './observability/metrics.ts';
@@ -89,6 +90,7 @@ const simulator = config.simulator.enabled
 const metrics = createMetrics();
 const store = await openStore(config.store, { logger, metrics });
 startTenantCountersAtZero(config.tenants, { metrics, store });
+metrics.configApplied(tenantConfigHash(config.tenants));
 let tenants = createTenantDirectory(config.tenants);
 // Tenants, keys, policies and limits apply to the next request; a request in flight keeps the tenant it
 // authenticated as. Everything else in the file needs a restart (see docs/configuration.md).

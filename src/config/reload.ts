@@ -3,6 +3,7 @@
 // keeps the configuration it has.
 import type { Logger } from 'pino';
 import type { Counter } from 'prom-client';
+import { tenantConfigHash } from './identity.ts';
 import { ConfigError } from './problems.ts';
 import type { GatewayConfig } from './schema.ts';
 import { watchFileChanges } from './watch-file.ts';
@@ -26,8 +27,12 @@ export interface ConfigWatcherOptions {
   /** Told about each refused reload, after it is logged and counted. */
   onError?: (error: unknown) => void;
   logger: Pick<Logger, 'info' | 'error'>;
-  /** gengate_config_reloads_total (src/observability/metrics.ts). */
-  metrics: { configReloads: Counter<'result'> };
+  /** gengate_config_reloads_total and the configuration's identity (src/observability/metrics.ts). */
+  metrics: {
+    configReloads: Counter<'result'>;
+    configApplied(hash: string): void;
+    configRefused(): void;
+  };
   signals?: SignalSource;
   debounceMs?: number;
   pollIntervalMs?: number;
@@ -50,10 +55,12 @@ export function watchConfig(options: ConfigWatcherOptions): ConfigWatcher {
       const config = await load();
       onReload(config);
       metrics.configReloads.inc({ result: 'success' });
+      metrics.configApplied(tenantConfigHash(config.tenants));
       logger.info({ path, tenants: config.tenants.length }, 'configuration reloaded');
       return 'success';
     } catch (error) {
       metrics.configReloads.inc({ result: 'error' });
+      metrics.configRefused();
       const reason = error instanceof ConfigError ? { problems: error.problems } : { err: error };
       logger.error({ path, ...reason }, 'configuration reload refused; keeping the current configuration');
       onError?.(error);

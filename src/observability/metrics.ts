@@ -49,6 +49,22 @@ export function createMetrics(registry: Registry = new Registry()) {
     registers: [registry],
   });
   for (const result of CONFIG_RELOAD_RESULTS) configReloads.inc({ result }, 0);
+  const configInfo = new Gauge({
+    name: 'gengate_config_info',
+    help: 'Always 1; hash names the tenant configuration this replica applies (src/config/identity.ts).',
+    labelNames: ['hash'] as const,
+    registers: [registry],
+  });
+  const configLastReloadSuccess = new Gauge({
+    name: 'gengate_config_last_reload_success_timestamp_seconds',
+    help: 'When this replica last applied a configuration: at start, then at each successful reload.',
+    registers: [registry],
+  });
+  const configLastReloadSuccessful = new Gauge({
+    name: 'gengate_config_last_reload_successful',
+    help: "1 when this replica's last configuration load was applied, 0 when it was refused.",
+    registers: [registry],
+  });
   new Gauge({
     name: 'gengate_heap_size_limit_bytes',
     help: "V8's heap size limit: the heap used (nodejs_heap_size_used_bytes) fails the process beyond it.",
@@ -131,6 +147,17 @@ export function createMetrics(registry: Registry = new Registry()) {
       registers: [registry],
     }),
     configReloads,
+    /** A configuration applied (at start or by a reload): its hash replaces the one reported before. */
+    configApplied(hash: string) {
+      configInfo.reset();
+      configInfo.set({ hash }, 1);
+      configLastReloadSuccess.setToCurrentTime();
+      configLastReloadSuccessful.set(1);
+    },
+    /** A reload refused: the replica keeps its configuration, and so its hash. */
+    configRefused() {
+      configLastReloadSuccessful.set(0);
+    },
     upstreamErrors,
     usageImages: new CellCounter({
       name: 'gengate_usage_images_total',

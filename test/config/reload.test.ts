@@ -11,6 +11,7 @@ import {
   type ConfigWatcher,
   type ConfigWatcherOptions,
 } from '../../src/config/reload.ts';
+import { tenantConfigHash } from '../../src/config/identity.ts';
 import type { GatewayConfig } from '../../src/config/schema.ts';
 import { createMetrics } from '../../src/observability/metrics.ts';
 import { waitFor } from '../support/wait-for.ts';
@@ -154,6 +155,43 @@ describe('watchConfig', () => {
     expect(await reloadCounts()).toEqual({ success: 0, error: 1 });
   });
 
+  /** The configuration identity gauges as a scrape shows them, timestamps as numbers. */
+  async function identity(): Promise<{ info: string[]; successful: number; lastSuccess: number }> {
+    const text = await metrics.registry.metrics();
+    const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
+    return {
+      info: text.split('\n').filter((line) => line.startsWith('gengate_config_info{')),
+      successful: value('gengate_config_last_reload_successful'),
+      lastSuccess: value('gengate_config_last_reload_success_timestamp_seconds'),
+    };
+  }
+
+  it('reports the applied configuration by its hash, and the failure of the last reload until one succeeds', async () => {
+    const reloader = startWatching(NO_FILE_RELOADS);
+    const before = Date.now() / 1000;
+    await writeFile(path, configWithTenants('team-a', 'team-b'));
+    expect(await reloader.reload()).toBe('success');
+    const applied = await identity();
+    const hash = tenantConfigHash((await loadConfig(path, ENV)).tenants);
+    expect(applied.info).toEqual([`gengate_config_info{hash="${hash}"} 1`]);
+    expect(applied.successful).toBe(1);
+    expect(applied.lastSuccess).toBeGreaterThanOrEqual(Math.floor(before));
+
+    // Refused: the hash and the time of the last success stay; the last reload is marked failed.
+    await writeFile(path, INVALID_CONFIG);
+    expect(await reloader.reload()).toBe('error');
+    expect(await identity()).toEqual({ ...applied, successful: 0 });
+
+    // The next reload that succeeds clears the failure and replaces the hash: one series, never two.
+    await writeFile(path, configWithTenants('team-c'));
+    expect(await reloader.reload()).toBe('success');
+    const next = await identity();
+    const nextHash = tenantConfigHash((await loadConfig(path, ENV)).tenants);
+    expect(nextHash).not.toBe(hash);
+    expect(next.info).toEqual([`gengate_config_info{hash="${nextHash}"} 1`]);
+    expect(next.successful).toBe(1);
+  });
+
   it('reloads on SIGHUP and stops listening when closed', async () => {
     const reloader = startWatching(NO_FILE_RELOADS);
     expect(signals.listenerCount('SIGHUP')).toBe(1);
@@ -218,5 +256,21 @@ describe('sectionsNeedingRestart', () => {
     const next = await parse('server: { port: 8081 }\nstore: { kind: memory }\ntenants: []\n');
     expect(sectionsNeedingRestart(running, next)).toEqual(['server']);
     expect(sectionsNeedingRestart(running, running)).toEqual([]);
+  });
+});
+
+describe('tenantConfigHash', () => {
+  it('depends on what the tenants are, not on how the file lays them out', async () => {
+    const hashOf = async (text: string) =>
+      tenantConfigHash((await parseConfigText(text, { env: ENV, baseDir: tmpdir() })).tenants);
+    const tenant = '{ id: team-a, credential: shared, keys: [], policy: { mode: shadow } }';
+    const reordered = '{ policy: { mode: shadow }, keys: [], credential: shared, id: team-a }';
+    const upstream = 'upstream: { credentials: { shared: { env: MAXAI_TOKEN } } }';
+    const base = await hashOf(`${upstream}\ntenants: [${tenant}]\n`);
+    expect(base).toMatch(/^[0-9a-f]{16}$/);
+    expect(await hashOf(`# a comment\n${upstream}\ntenants:\n  - ${reordered}\n`)).toBe(base);
+    // Sections other than tenants are not part of it; a tenant's policy is.
+    expect(await hashOf(`${upstream}\nlogging: { level: debug }\ntenants: [${tenant}]\n`)).toBe(base);
+    expect(await hashOf(`${upstream}\ntenants: [${tenant.replace('shadow', 'enforce')}]\n`)).not.toBe(base);
   });
 });
