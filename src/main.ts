@@ -91,6 +91,7 @@ const metrics = createMetrics();
 const store = await openStore(config.store, { logger, metrics });
 startTenantCountersAtZero(config.tenants, { metrics, store });
 metrics.configApplied(tenantConfigHash(config.tenants));
+metrics.reportMaxReplicas(config.store.replicas);
 let tenants = createTenantDirectory(config.tenants);
 // Tenants, keys, policies and limits apply to the next request; a request in flight keeps the tenant it
 // authenticated as. Everything else in the file needs a restart (see docs/configuration.md).

@@ -4,6 +4,7 @@
 // Counters whose label values are a fixed set start at 0 here; the per-tenant ones start at 0 when the
 // configuration names the tenant (src/gateway/tenant-series.ts), so increase() and alerts see their first
 // event.
+import { totalmem } from 'node:os';
 import { getHeapStatistics } from 'node:v8';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import packageJson from '../../package.json' with { type: 'json' };
@@ -89,6 +90,34 @@ export function createMetrics(registry: Registry = new Registry()) {
       this.set(overloadedNow() ? 1 : 0);
     },
   });
+  // A process outside a container reads as limited by the machine's memory; Node reports no limit as 2^64.
+  new Gauge({
+    name: 'gengate_memory_limit_bytes',
+    help: "The memory the process may use: its container's (cgroup) limit, or the machine's memory without one.",
+    registers: [registry],
+    collect() {
+      this.set(Math.min(process.constrainedMemory() || Infinity, totalmem()));
+    },
+  });
+  const maxReplicas = new Gauge({
+    name: 'gengate_config_max_replicas',
+    help: 'store.replicas: the most replicas expected to run (the chart: the autoscaler maximum), which fail-open limits divide by.',
+    registers: [registry],
+  });
+  let upstreamExchangesRunning = () => 0;
+  new Gauge({
+    name: 'gengate_upstream_connections_in_use',
+    help: 'Upstream exchanges running now, each on a connection of its own; at upstream.connections requests wait.',
+    registers: [registry],
+    collect() {
+      this.set(upstreamExchangesRunning());
+    },
+  });
+  const upstreamConnectionsLimit = new Gauge({
+    name: 'gengate_upstream_connections_limit',
+    help: 'upstream.connections: the most upstream exchanges at once.',
+    registers: [registry],
+  });
   new Gauge({
     name: 'gengate_build_info',
     help: 'Always 1; the labels name the gengate version and the Node.js version running it.',
@@ -98,6 +127,15 @@ export function createMetrics(registry: Registry = new Registry()) {
   return {
     registry,
     loadShed,
+    /** The replicas the configuration expects at most (store.replicas), read once at start. */
+    reportMaxReplicas(replicas: number) {
+      maxReplicas.set(replicas);
+    },
+    /** The upstream client's bound, and where gengate_upstream_connections_in_use reads its value. */
+    reportUpstreamConnectionsFrom(limit: number, running: () => number) {
+      upstreamConnectionsLimit.set(limit);
+      upstreamExchangesRunning = running;
+    },
     /** Where gengate_overloaded reads its value at each scrape. */
     reportOverloadFrom(overloaded: () => boolean) {
       overloadedNow = overloaded;

@@ -49,6 +49,8 @@ export interface UpstreamClientOptions {
   retryAfterSeconds?: number;
   /** Called for each request answered 503 overloaded after waiting for its turn. */
   onQueueTimeout?: () => void;
+  /** Given the bound on exchanges at once and how to read how many run now, for the metrics. */
+  reportConnectionsFrom?: (limit: number, running: () => number) => void;
 }
 
 const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT']);
@@ -147,7 +149,7 @@ class Exchange implements Dispatcher.DispatchHandler {
 /** The client's options as the configuration sets them; its waits that time out are counted as shed. */
 export function upstreamClientOptions(
   config: Pick<GatewayConfig, 'upstream' | 'server'>,
-  metrics: Pick<GatewayMetrics, 'loadShed'>,
+  metrics: Pick<GatewayMetrics, 'loadShed' | 'reportUpstreamConnectionsFrom'>,
 ): UpstreamClientOptions {
   const { upstream } = config;
   return {
@@ -160,6 +162,7 @@ export function upstreamClientOptions(
     onQueueTimeout: () => {
       metrics.loadShed.inc({ reason: 'upstream_queue' });
     },
+    reportConnectionsFrom: metrics.reportUpstreamConnectionsFrom,
   };
 }
 
@@ -183,6 +186,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
   let running = 0;
   // In arrival order; a Set so that a request whose wait expired leaves it at once.
   const waiting = new Set<WaitingTurn>();
+  options.reportConnectionsFrom?.(connections, () => running);
 
   function endTurn(): void {
     running -= 1;

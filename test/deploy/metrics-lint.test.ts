@@ -181,6 +181,13 @@ test('promtool check metrics reports nothing about any gengate_* series', async 
     'gengate_upstream_errors_total{route="account.keys",reason="unavailable"} 1',
     'gengate_heap_size_limit_bytes ',
     'gengate_build_info{',
+    'gengate_config_info{hash="',
+    'gengate_config_last_reload_success_timestamp_seconds ',
+    'gengate_config_last_reload_successful 1',
+    'gengate_config_max_replicas ',
+    'gengate_memory_limit_bytes ',
+    'gengate_upstream_connections_in_use ',
+    'gengate_upstream_connections_limit ',
     'gengate_rate_limit_decisions_total{tenant="added",limit="hourly",decision="admitted"} 0',
   ]) {
     expect(exposition).toContain(family);

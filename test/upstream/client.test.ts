@@ -264,4 +264,27 @@ describe('bounded concurrency towards the upstream', () => {
       ]);
       expect(mostAtOnce).toBe(2);
     }));
+
+  test('reports its bound and the exchanges running, for gengate_upstream_connections_in_use', async () => {
+    let reported: { limit: number; running: () => number } | undefined;
+    const options = {
+      baseUrl: heldUrl,
+      connections: 3,
+      queueTimeoutMs: ENOUGH_TIME_MS,
+      reportConnectionsFrom: (limit: number, running: () => number) => {
+        reported = { limit, running };
+      },
+    };
+    await withClient(options, async (client) => {
+      expect(reported?.limit).toBe(3);
+      expect(reported?.running()).toBe(0);
+      const answers = [client.send(get('/a')), client.send(get('/b'))];
+      await waitFor('two held requests', () => held.length === 2);
+      expect(reported?.running()).toBe(2);
+      releaseFirst();
+      releaseFirst();
+      await Promise.all(answers);
+      expect(reported?.running()).toBe(0);
+    });
+  });
 });
