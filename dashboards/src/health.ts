@@ -1,15 +1,17 @@
-// The Health dashboard: the shared store, configuration reloads and each gengate process.
+// The Health dashboard: the shared store, the configuration, capacity and each gengate process.
 import { RowBuilder, type Dashboard } from '@grafana/grafana-foundation-sdk/dashboard';
 import * as common from '@grafana/grafana-foundation-sdk/common';
+import { PromQueryFormat } from '@grafana/grafana-foundation-sdk/prometheus';
 import * as units from '@grafana/grafana-foundation-sdk/units';
 import {
-  GENGATE_JOB,
   gengateDashboard,
   instantQuery,
   prometheusQuery,
   redFrom,
+  runbookLink,
   stackedTimeSeriesPanel,
   statPanel,
+  tablePanel,
   timeSeriesPanel,
   twoStateTimelinePanel,
 } from './panels.ts';
@@ -20,6 +22,8 @@ import { histogramQuantile, select, sumIncrease, sumRate } from './promql.ts';
 const STORE_COMMAND_TIMEOUT_SECONDS = 0.1;
 const EVENT_LOOP_LAG_ALERT_SECONDS = 0.1;
 const OPEN_FDS_ALERT_RATIO = 0.8;
+// Resident memory near the container's limit leaves no room for a large answer before the OOM kill.
+const MEMORY_LIMIT_WARNING_RATIO = 0.9;
 
 const CONFIG_RELOADS = 'gengate_config_reloads_total';
 
@@ -27,8 +31,10 @@ export function healthDashboard(): Dashboard {
   return gengateDashboard(
     'gengate-health',
     'gengate / Health',
-    'The shared store, configuration reloads and each gengate process (event loop, memory, GC, file ' +
-      'descriptors, restarts). These series carry no tenant or route: the variables do not apply here.',
+    'The shared store, the configuration, capacity and each gengate process (event loop, memory, GC, ' +
+      'file descriptors, restarts). These series carry no tenant or route, so the dashboard has no such ' +
+      'variables.',
+    { perTenant: false },
   )
     .withRow(new RowBuilder('Store'))
     .withPanel(
@@ -58,17 +64,22 @@ export function healthDashboard(): Dashboard {
         )
         .unit(units.OpsPerSecond)
         .min(0)
-        .withTarget(prometheusQuery(sumRate('gengate_store_errors_total', ['operation']), '{{operation}}')),
+        .withTarget(
+          prometheusQuery(sumRate(select('gengate_store_errors_total'), ['operation']), '{{operation}}'),
+        ),
     )
     .withPanel(
       twoStateTimelinePanel('healthy', 'degraded')
         .title('Store degraded by replica')
+        .links([runbookLink('GengateStoreDegraded')])
         .description(
           "Red while a replica's store breaker is open: it does not call the store, and serves rate " +
             'limits from its per-replica fallback (failMode open) or answers 503 store_unavailable ' +
             '(failMode closed). Good is green throughout; the breaker closes by itself once the store answers.',
         )
-        .withTarget(prometheusQuery('max by (instance) (gengate_store_degraded)', '{{instance}}')),
+        .withTarget(
+          prometheusQuery(`max by (instance) (${select('gengate_store_degraded')})`, '{{instance}}'),
+        ),
     )
     .withPanel(
       timeSeriesPanel()
@@ -83,7 +94,7 @@ export function healthDashboard(): Dashboard {
         .drawStyle(common.GraphDrawStyle.Bars)
         .withTarget(
           prometheusQuery(
-            sumIncrease('gengate_store_breaker_trips_total', '$__rate_interval', ['instance']),
+            sumIncrease(select('gengate_store_breaker_trips_total'), '$__rate_interval', ['instance']),
             '{{instance}}',
           ),
         ),
@@ -92,6 +103,7 @@ export function healthDashboard(): Dashboard {
     .withPanel(
       timeSeriesPanel()
         .title('Config reloads by result')
+        .links([runbookLink('GengateConfigReloadFailing')])
         .description(
           'Configuration reloads within the trailing rate window, by result: success, or error when ' +
             'the new file was refused and the replica kept serving the previous configuration. Every ' +
@@ -103,7 +115,7 @@ export function healthDashboard(): Dashboard {
         .span(16)
         .withTarget(
           prometheusQuery(
-            sumIncrease(CONFIG_RELOADS, '$__rate_interval', ['instance', 'result']),
+            sumIncrease(select(CONFIG_RELOADS), '$__rate_interval', ['instance', 'result']),
             '{{instance}} {{result}}',
           ),
         ),
@@ -111,6 +123,7 @@ export function healthDashboard(): Dashboard {
     .withPanel(
       statPanel()
         .title('Failed reloads in the time range')
+        .links([runbookLink('GengateConfigReloadFailing')])
         .description(
           'Refused configuration reloads over the whole time range picked above, all replicas. Good is ' +
             '0; red from 1: some replica may be serving an older configuration than the file on disk.',
@@ -123,10 +136,82 @@ export function healthDashboard(): Dashboard {
           instantQuery(sumIncrease(select(CONFIG_RELOADS, 'result="error"'), '$__range'), 'failed reloads'),
         ),
     )
+    .withPanel(
+      tablePanel()
+        .title('Configuration by replica')
+        .description(
+          'The hash of the tenant configuration each replica applies (gengate_config_info). Every replica ' +
+            'of a release shows the same hash, but for the minutes of a rollout; two hashes for longer ' +
+            'is the alert GengateConfigInconsistent: some replicas refused a live reload, or a rollout ' +
+            'is stuck.',
+        )
+        .links([runbookLink('GengateConfigInconsistent')])
+        .unit(units.Short)
+        .span(24)
+        .height(6)
+        .withTarget(
+          instantQuery(`max by (instance, hash) (${select('gengate_config_info')})`, '{{instance}}').format(
+            PromQueryFormat.Table,
+          ),
+        ),
+    )
+    .withRow(new RowBuilder('Capacity'))
+    .withPanel(
+      timeSeriesPanel()
+        .title("Replicas against the autoscaler's maximum")
+        .description(
+          'Replicas Prometheus scrapes, and the most the configuration expects (store.replicas; the chart ' +
+            "sets it to the autoscaler's maximum). Replicas at the maximum for long is a release that " +
+            'cannot grow further: raise autoscaling.maxReplicas (store.replicas follows).',
+        )
+        .links([runbookLink('GengateTargetMissing')])
+        .unit(units.Short)
+        .min(0)
+        .span(8)
+        .withTarget(prometheusQuery(`count(${select('gengate_build_info')})`, 'replicas'))
+        .withTarget(prometheusQuery(`max(${select('gengate_config_max_replicas')})`, 'maximum')),
+    )
+    .withPanel(
+      timeSeriesPanel()
+        .title('Upstream connections in use')
+        .description(
+          'Upstream exchanges running on each replica, against upstream.connections, its bound. At the ' +
+            'bound new requests wait for a connection, and after upstream.queueTimeoutMs they are shed ' +
+            '(503 overloaded, reason upstream_queue).',
+        )
+        .links([runbookLink('GengateLoadShedding')])
+        .unit(units.Short)
+        .min(0)
+        .span(8)
+        .withTarget(prometheusQuery(select('gengate_upstream_connections_in_use'), '{{instance}}'))
+        .withTarget(prometheusQuery(`max(${select('gengate_upstream_connections_limit')})`, 'limit')),
+    )
+    .withPanel(
+      timeSeriesPanel()
+        .title('Memory against the container limit')
+        .description(
+          "Each replica's resident memory as a share of the memory it may use: its container's limit " +
+            "(the machine's memory outside a container). At 100% the kernel kills the process (OOMKilled); " +
+            'the dashed line is 90%.',
+        )
+        .links([runbookLink('GengateHeapNearLimit')])
+        .unit(units.PercentUnit)
+        .min(0)
+        .max(1)
+        .span(8)
+        .thresholds(redFrom(MEMORY_LIMIT_WARNING_RATIO))
+        .withTarget(
+          prometheusQuery(
+            `${select('process_resident_memory_bytes')} / ${select('gengate_memory_limit_bytes')}`,
+            '{{instance}}',
+          ),
+        ),
+    )
     .withRow(new RowBuilder('Processes'))
     .withPanel(
       timeSeriesPanel()
         .title('Event-loop lag p99')
+        .links([runbookLink('GengateEventLoopLagHigh')])
         .description(
           "How late timers fire on each replica's event loop (99th percentile): the time every request " +
             'waits before gengate can even start on it. Good is a few milliseconds; the dashed line is ' +
@@ -135,22 +220,24 @@ export function healthDashboard(): Dashboard {
         .unit(units.Seconds)
         .min(0)
         .thresholds(redFrom(EVENT_LOOP_LAG_ALERT_SECONDS))
-        .withTarget(prometheusQuery(select('nodejs_eventloop_lag_p99_seconds', GENGATE_JOB), '{{instance}}')),
+        .withTarget(prometheusQuery(select('nodejs_eventloop_lag_p99_seconds'), '{{instance}}')),
     )
     .withPanel(
       twoStateTimelinePanel('serving', 'shedding')
         .title('Shedding load by replica')
+        .links([runbookLink('GengateLoadShedding')])
         .description(
           'Red while a replica is past its load thresholds (server.overload: event-loop delay or heap) ' +
             'and answers new requests 503 overloaded with Retry-After; its /readyz answers 503 meanwhile, ' +
             'so the balancer sends traffic elsewhere. Good is green throughout; red on every replica ' +
             'at once is too little capacity: add replicas.',
         )
-        .withTarget(prometheusQuery('max by (instance) (gengate_overloaded)', '{{instance}}')),
+        .withTarget(prometheusQuery(`max by (instance) (${select('gengate_overloaded')})`, '{{instance}}')),
     )
     .withPanel(
       timeSeriesPanel()
         .title('Requests shed by reason')
+        .links([runbookLink('GengateLoadShedding')])
         .description(
           'New requests answered 503 overloaded per second, by what was past its bound: event_loop_delay ' +
             'or heap (the replica itself), upstream_queue (no upstream connection free within ' +
@@ -158,7 +245,7 @@ export function healthDashboard(): Dashboard {
         )
         .unit(units.RequestsPerSecond)
         .min(0)
-        .withTarget(prometheusQuery(sumRate('gengate_load_shed_total', ['reason']), '{{reason}}')),
+        .withTarget(prometheusQuery(sumRate(select('gengate_load_shed_total'), ['reason']), '{{reason}}')),
     )
     .withPanel(
       timeSeriesPanel()
@@ -170,15 +257,13 @@ export function healthDashboard(): Dashboard {
         .unit(units.PercentUnit)
         .min(0)
         .withTarget(
-          prometheusQuery(
-            sumRate(select('process_cpu_seconds_total', GENGATE_JOB), ['instance']),
-            '{{instance}}',
-          ),
+          prometheusQuery(sumRate(select('process_cpu_seconds_total'), ['instance']), '{{instance}}'),
         ),
     )
     .withPanel(
       timeSeriesPanel()
         .title('Memory')
+        .links([runbookLink('GengateHeapNearLimit')])
         .description(
           'Per replica: resident memory (RSS), V8 heap in use and allocated, and the heap limit. Heap in ' +
             'use should saw-tooth around a flat level; a floor that keeps rising towards the limit is a ' +
@@ -186,14 +271,10 @@ export function healthDashboard(): Dashboard {
         )
         .unit(units.BytesIEC)
         .min(0)
-        .withTarget(prometheusQuery(select('process_resident_memory_bytes', GENGATE_JOB), '{{instance}} RSS'))
-        .withTarget(
-          prometheusQuery(select('nodejs_heap_size_used_bytes', GENGATE_JOB), '{{instance}} heap used'),
-        )
-        .withTarget(
-          prometheusQuery(select('nodejs_heap_size_total_bytes', GENGATE_JOB), '{{instance}} heap allocated'),
-        )
-        .withTarget(prometheusQuery('gengate_heap_size_limit_bytes', '{{instance}} heap limit')),
+        .withTarget(prometheusQuery(select('process_resident_memory_bytes'), '{{instance}} RSS'))
+        .withTarget(prometheusQuery(select('nodejs_heap_size_used_bytes'), '{{instance}} heap used'))
+        .withTarget(prometheusQuery(select('nodejs_heap_size_total_bytes'), '{{instance}} heap allocated'))
+        .withTarget(prometheusQuery(select('gengate_heap_size_limit_bytes'), '{{instance}} heap limit')),
     )
     .withPanel(
       stackedTimeSeriesPanel()
@@ -206,7 +287,7 @@ export function healthDashboard(): Dashboard {
         .unit(units.PercentUnit)
         .withTarget(
           prometheusQuery(
-            sumRate(select('nodejs_gc_duration_seconds_sum', GENGATE_JOB), ['instance', 'kind']),
+            sumRate(select('nodejs_gc_duration_seconds_sum'), ['instance', 'kind']),
             '{{instance}} {{kind}}',
           ),
         ),
@@ -214,6 +295,7 @@ export function healthDashboard(): Dashboard {
     .withPanel(
       timeSeriesPanel()
         .title('Open file descriptors')
+        .links([runbookLink('GengateFileDescriptorsNearLimit')])
         .description(
           'Open file descriptors (sockets to clients, the upstream and the store) as a share of each ' +
             "replica's limit. Good is well below; the dashed line is the 80% alert, beyond which new " +
@@ -224,10 +306,7 @@ export function healthDashboard(): Dashboard {
         .max(1)
         .thresholds(redFrom(OPEN_FDS_ALERT_RATIO))
         .withTarget(
-          prometheusQuery(
-            `${select('process_open_fds', GENGATE_JOB)} / ${select('process_max_fds', GENGATE_JOB)}`,
-            '{{instance}}',
-          ),
+          prometheusQuery(`${select('process_open_fds')} / ${select('process_max_fds')}`, '{{instance}}'),
         ),
     )
     .withPanel(
@@ -239,9 +318,7 @@ export function healthDashboard(): Dashboard {
         )
         .unit(units.Seconds)
         .min(0)
-        .withTarget(
-          prometheusQuery(`time() - ${select('process_start_time_seconds', GENGATE_JOB)}`, '{{instance}}'),
-        ),
+        .withTarget(prometheusQuery(`time() - ${select('process_start_time_seconds')}`, '{{instance}}')),
     )
     .withPanel(
       statPanel()
@@ -255,10 +332,7 @@ export function healthDashboard(): Dashboard {
         .height(8)
         .thresholds(redFrom(1))
         .withTarget(
-          instantQuery(
-            `sum(changes(${select('process_start_time_seconds', GENGATE_JOB)}[$__range]))`,
-            'restarts',
-          ),
+          instantQuery(`sum(changes(${select('process_start_time_seconds')}[$__range]))`, 'restarts'),
         ),
     )
     .withPanel(
@@ -272,7 +346,7 @@ export function healthDashboard(): Dashboard {
         .span(16)
         .withTarget(
           prometheusQuery(
-            'count by (version, node_version) (gengate_build_info)',
+            `count by (version, node_version) (${select('gengate_build_info')})`,
             '{{version}} (Node {{node_version}})',
           ),
         ),

@@ -7,6 +7,7 @@ import {
   gengateDashboard,
   prometheusQuery,
   redFrom,
+  runbookLink,
   stackedTimeSeriesPanel,
   statPanel,
   timeSeriesPanel,
@@ -29,6 +30,7 @@ export function overviewDashboard(): Dashboard {
     'gengate-overview',
     'gengate / Overview',
     'Traffic, errors and latency by route; the time spent in the gateway itself; the upstream.',
+    { perTenant: true },
   )
     .withRow(new RowBuilder('Service level'))
     .withPanel(
@@ -41,6 +43,7 @@ export function overviewDashboard(): Dashboard {
     .withPanel(
       statPanel()
         .title('5xx ratio')
+        .links([runbookLink('GengateErrorRatioHigh')])
         .description(
           'Share of answers that were 5xx (upstream failures, store unavailable, overload). ' +
             'Good is near 0; red at 5%, where the error-ratio alert fires.',
@@ -62,6 +65,7 @@ export function overviewDashboard(): Dashboard {
     .withPanel(
       statPanel()
         .title('Gateway overhead p99')
+        .links([runbookLink('GengateOverheadHigh')])
         .description(
           'Time spent in gengate itself (total minus the upstream wait) for the slowest 1%. Good is a few ' +
             'milliseconds; red at 25 ms, where the overhead alert fires.',
@@ -78,17 +82,18 @@ export function overviewDashboard(): Dashboard {
             'down; a value that keeps climbing while the request rate does not is a stuck upstream.',
         )
         .unit(units.Short)
-        .withTarget(prometheusQuery('sum(gengate_inflight_requests)', 'in flight')),
+        .withTarget(prometheusQuery(`sum(${select('gengate_inflight_requests')})`, 'in flight')),
     )
     .withPanel(
       statPanel()
         .title('Replicas')
+        .links([runbookLink('GengateTargetMissing')])
         .description(
           'gengate processes Prometheus scrapes. Fewer than deployed means replicas are down or not ' +
             'scraped; the Health dashboard shows them one by one.',
         )
         .unit(units.Short)
-        .withTarget(prometheusQuery('count(gengate_build_info)', 'replicas')),
+        .withTarget(prometheusQuery(`count(${select('gengate_build_info')})`, 'replicas')),
     )
     .withRow(new RowBuilder('Traffic by route'))
     .withPanel(
@@ -115,6 +120,7 @@ export function overviewDashboard(): Dashboard {
     .withPanel(
       timeSeriesPanel()
         .title('5xx ratio by route')
+        .links([runbookLink('GengateErrorRatioHigh')])
         .description(
           "Share of each route's answers that were 5xx; 0 where a route had none. Good is 0; the " +
             'dashed line is the 5% alert threshold. Upstream failures show on the upstream row below.',
@@ -142,6 +148,7 @@ export function overviewDashboard(): Dashboard {
     .withPanel(
       timeSeriesPanel()
         .title('Gateway overhead percentiles')
+        .links([runbookLink('GengateOverheadHigh')])
         .description(
           'Time spent in gengate itself (authentication, validation, policy, limits, ownership) over the ' +
             'selected routes. Good is a few milliseconds at p99; the dashed line is the 25 ms alert. A ' +
@@ -157,6 +164,7 @@ export function overviewDashboard(): Dashboard {
     .withPanel(
       timeSeriesPanel()
         .title('Gateway overhead p99 by route')
+        .links([runbookLink('GengateOverheadHigh')])
         .description(
           'The 99th percentile of the time spent in gengate, per route: which route is slow in the ' +
             'gateway. Creates do more (policy, limits, ownership) than polls. Dashed: the 25 ms alert.',
@@ -170,6 +178,7 @@ export function overviewDashboard(): Dashboard {
     .withPanel(
       timeSeriesPanel()
         .title('Upstream latency by route')
+        .links([runbookLink('GengateUpstreamLatencyHigh')])
         .description(
           'Median and 99th percentile of the wait on the generation service, per route, failures ' +
             'included. Requests that time out sit at the configured upstream timeout.',
@@ -186,6 +195,7 @@ export function overviewDashboard(): Dashboard {
     .withPanel(
       stackedTimeSeriesPanel()
         .title('Upstream answers by status')
+        .links([runbookLink('GengateUpstreamErrorRatioHigh')])
         .description(
           'Upstream calls per second by the status the generation service answered, stacked; "error" ' +
             'when it did not answer (timeout, refused, reset). Good is 2xx only.',
@@ -227,7 +237,9 @@ export function overviewDashboard(): Dashboard {
         )
         .unit(units.Short)
         .min(0)
-        .withTarget(prometheusQuery('sum by (instance) (gengate_inflight_requests)', '{{instance}}')),
+        .withTarget(
+          prometheusQuery(`sum by (instance) (${select('gengate_inflight_requests')})`, '{{instance}}'),
+        ),
     )
     .build();
 }

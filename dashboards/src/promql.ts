@@ -4,9 +4,16 @@
 /** Grafana's rate window: at least four scrape intervals, so a rate never misses its two samples. */
 const RATE_WINDOW = '[$__rate_interval]';
 
-/** `metric{a, b}` from a metric name and label matchers. */
+/**
+ * The release the dashboard shows, from its cluster, namespace and job variables (panels.ts): every
+ * series a panel reads is selected by it, so that other services' series and other releases' never mix
+ * in. Without a cluster label "All" (`.*`) matches the series too.
+ */
+export const RELEASE = 'cluster=~"$cluster", namespace="$namespace", job="$job"';
+
+/** `metric{<release>, a, b}` from a metric name and more label matchers. */
 export function select(metric: string, ...matchers: string[]): string {
-  return matchers.length === 0 ? metric : `${metric}{${matchers.join(', ')}}`;
+  return `${metric}{${[RELEASE, ...matchers].join(', ')}}`;
 }
 
 /** `sum(inner)`, or `sum by (a, b) (inner)`. */
@@ -14,7 +21,7 @@ function sum(by: readonly string[], inner: string): string {
   return by.length === 0 ? `sum(${inner})` : `sum by (${by.join(', ')}) (${inner})`;
 }
 
-/** Per-second rate of a counter (or a histogram's `_count`) summed over every series, or per `by` labels. */
+/** Per-second rate of a counter (or a histogram's `_count`) summed over the selected series, or per `by` labels. */
 export function sumRate(selector: string, by: readonly string[] = []): string {
   return sum(by, `rate(${selector}${RATE_WINDOW})`);
 }

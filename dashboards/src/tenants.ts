@@ -8,6 +8,7 @@ import {
   gengateDashboard,
   instantQuery,
   prometheusQuery,
+  runbookLink,
   stackedTimeSeriesPanel,
   timeSeriesPanel,
 } from './panels.ts';
@@ -31,6 +32,7 @@ export function tenantsDashboard(): Dashboard {
     'gengate-tenants',
     'gengate / Tenants',
     'Per tenant: requests, usage and cost, rate-limit decisions, policy actions and validation failures.',
+    { perTenant: true },
   )
     .withRow(new RowBuilder('Requests'))
     .withPanel(
@@ -158,6 +160,7 @@ export function tenantsDashboard(): Dashboard {
     .withPanel(
       timeSeriesPanel()
         .title('Refused share by limit')
+        .links([runbookLink('GengateTenantRateLimited')])
         .description(
           "Share of each limit's verdicts that refused the request. A limit refusing a large share for " +
             'long is set below what the tenant needs, or the tenant is retrying without honouring ' +

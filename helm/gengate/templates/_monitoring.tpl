@@ -51,3 +51,29 @@ runbook_url keeps its anchor on metrics.runbookBaseUrl.
 {{- end }}
 {{- toYaml $groups }}
 {{- end }}
+
+{{/*
+A dashboard of dashboards/ (parsed JSON, changed in place) made this release's: its namespace and job
+variables open on the release's, its cluster variable shows when the alerts aggregate by cluster, and
+its runbook links take their base from metrics.runbookBaseUrl.
+Called with (dict "dashboard" <parsed JSON> "root" $).
+*/}}
+{{- define "gengate.monitoring.adaptDashboard" -}}
+{{- $root := .root }}
+{{- $opensOn := dict "namespace" (include "gengate.monitoring.namespace" $root) "job" (include "gengate.monitoring.job" $root) }}
+{{- range $variable := .dashboard.templating.list }}
+{{- with get $opensOn $variable.name }}
+{{- $_ := set $variable "current" (dict "text" . "value" .) }}
+{{- end }}
+{{- if and (eq $variable.name "cluster") (has "cluster" $root.Values.metrics.aggregationLabels) }}
+{{- $_ := set $variable "hide" 0 }}
+{{- end }}
+{{- end }}
+{{- range $panel := .dashboard.panels }}
+{{- range $link := $panel.links | default list }}
+{{- if hasPrefix "Runbook: " $link.title }}
+{{- $_ := set $link "url" (printf "%s#%s" $root.Values.metrics.runbookBaseUrl (splitList "#" $link.url | last)) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
