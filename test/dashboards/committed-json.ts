@@ -18,6 +18,7 @@ export interface DashboardPanel {
   datasource?: { type?: string; uid?: string };
   fieldConfig?: { defaults?: { unit?: string } };
   targets?: DashboardTarget[];
+  links?: { title: string; type: string; url?: string }[];
 }
 
 export interface DashboardVariable {

@@ -3,7 +3,11 @@
 // every panel must carry what an operator needs to read it.
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, test } from 'vitest';
+import { parse } from 'yaml';
+import { RUNBOOK_BASE_URL } from '../../dashboards/src/panels.ts';
+import { RELEASE } from '../../dashboards/src/promql.ts';
 import { renderDashboards } from '../../dashboards/src/render.ts';
+import { unselectedSeries } from '../support/promql-selectors.ts';
 import { DASHBOARD_DIR, DASHBOARD_FILES, dataPanels, readDashboard } from './committed-json.ts';
 
 test('the committed JSON is exactly what npm run dashboards generates', () => {
@@ -28,24 +32,85 @@ test('each dashboard has its stable uid and says it is generated', () => {
   }
 });
 
+/** The alert names of prometheus/gengate.rules.yaml. */
+function alertNames(): string[] {
+  const rules = parse(readFileSync('prometheus/gengate.rules.yaml', 'utf8')) as {
+    groups: { rules: { alert: string }[] }[];
+  };
+  return rules.groups.flatMap((group) => group.rules.map((rule) => rule.alert));
+}
+
 describe.each(DASHBOARD_FILES)('%s', (file) => {
   const dashboard = readDashboard(file);
 
-  test('has the Prometheus data source variable and multi-value tenant and route variables', () => {
-    const [datasource, ...labels] = dashboard.templating.list;
+  test('has the data source, release (cluster, namespace, job) and, where series carry them, tenant and route variables', () => {
+    const [datasource, cluster, namespace, job, ...labels] = dashboard.templating.list;
     expect(datasource).toMatchObject({ type: 'datasource', name: 'datasource', query: 'prometheus' });
-    expect(labels.map((variable) => variable.name)).toEqual(['tenant', 'route']);
+    const onDataSource = { type: 'query', datasource: { type: 'prometheus', uid: '${datasource}' } };
+    // Hidden (2) unless a Prometheus sees several clusters; "All" also matches series without the label.
+    expect(cluster).toMatchObject({
+      ...onDataSource,
+      name: 'cluster',
+      query: 'label_values(gengate_build_info, cluster)',
+      includeAll: true,
+      allValue: '.*',
+      hide: 2,
+    });
+    // One namespace and one job: one release, never two summed; the job opens on the default selector's.
+    expect(namespace).toMatchObject({
+      ...onDataSource,
+      name: 'namespace',
+      query: 'label_values(gengate_build_info{cluster=~"$cluster"}, namespace)',
+      multi: false,
+      includeAll: false,
+    });
+    expect(job).toMatchObject({
+      ...onDataSource,
+      name: 'job',
+      query: 'label_values(gengate_build_info{cluster=~"$cluster", namespace="$namespace"}, job)',
+      multi: false,
+      includeAll: false,
+      current: { text: 'gengate', value: 'gengate' },
+    });
+    // The Health dashboard's series carry no tenant or route: it offers no variable that filters nothing.
+    expect(labels.map((variable) => variable.name)).toEqual(
+      file === 'gengate-health.json' ? [] : ['tenant', 'route'],
+    );
     for (const variable of labels) {
       expect(variable).toMatchObject({
-        type: 'query',
-        query: `label_values(gengate_http_requests_total, ${variable.name})`,
-        datasource: { type: 'prometheus', uid: '${datasource}' },
+        ...onDataSource,
+        query: `label_values(gengate_http_requests_total{${RELEASE}}, ${variable.name})`,
         multi: true,
         includeAll: true,
         allValue: '.*',
         // Grafana's "On time range change".
         refresh: 2,
       });
+    }
+  });
+
+  test('every query reads only the chosen release', () => {
+    const queries = dataPanels(dashboard).flatMap((panel) =>
+      (panel.targets ?? []).map((target) => ({ panel: panel.title, expr: target.expr ?? '' })),
+    );
+    const variables = dashboard.templating.list.map((variable) => ({
+      panel: `variable ${variable.name}`,
+      expr: variable.query ?? '',
+    }));
+    expect(
+      [...queries, ...variables.slice(4)].flatMap(({ panel, expr }) =>
+        unselectedSeries(expr, RELEASE).map((series) => `${panel}: ${series}`),
+      ),
+    ).toEqual([]);
+  });
+
+  test("panel links are runbooks of the alert rules, each on its alert's section", () => {
+    const alerts = new Set(alertNames());
+    const links = dataPanels(dashboard).flatMap((panel) => panel.links ?? []);
+    for (const link of links) {
+      const alert = link.title.replace(/^Runbook: /, '');
+      expect(alerts.has(alert), link.title).toBe(true);
+      expect(link).toMatchObject({ type: 'link', url: `${RUNBOOK_BASE_URL}#${alert.toLowerCase()}` });
     }
   });
 

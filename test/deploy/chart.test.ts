@@ -377,37 +377,64 @@ describe('the rendered configuration is one gengate accepts', () => {
   });
 });
 
-describe("the chart ships the repository's alert rules and dashboards", () => {
-  it('the PrometheusRule holds the groups of prometheus/gengate.rules.yaml', () => {
+describe("the chart ships the repository's alert rules and dashboards, made its release's", () => {
+  // full-values.yaml keeps the default selector: the namespace and the metrics Service's name.
+  const release = { namespace: 'gateways', job: 'prod-gengate-metrics' };
+
+  it('the PrometheusRule holds the rules of prometheus/gengate.rules.yaml with the release selected', () => {
     if (!existsSync(RULES_SOURCE)) {
       expect.fail(
         "prometheus/gengate.rules.yaml is missing: the alert rules are the PrometheusRule's source",
       );
     }
-    const source = parseYaml(readFileSync(RULES_SOURCE, 'utf8')) as { groups: unknown };
+    const source = parseYaml(readFileSync(RULES_SOURCE, 'utf8')) as {
+      groups: { rules: { expr: string }[] }[];
+    };
+    const selector = `namespace="${release.namespace}", job="${release.job}"`;
+    const expected = source.groups.map((group) => ({
+      ...group,
+      rules: group.rules.map((rule) => ({
+        ...rule,
+        expr: rule.expr.replaceAll('job="gengate"', selector),
+      })),
+    }));
     const rule = manifestOf(rendered(FULL_VALUES), 'PrometheusRule') as unknown as {
       spec: { groups: unknown };
     };
-    expect(rule.spec.groups).toEqual(source.groups);
+    expect(rule.spec.groups).toEqual(expected);
   });
 
-  it('one dashboard ConfigMap per dashboards/*.json, holding it unchanged, for the Grafana sidecar', () => {
+  it('one dashboard ConfigMap per dashboards/*.json, opening on the release, for the Grafana sidecar', () => {
     const sources = readdirSafe(DASHBOARDS_SOURCE);
     if (sources.length === 0)
       expect.fail("dashboards/*.json are missing: they are the dashboard ConfigMaps' source");
     const dashboards = rendered(FULL_VALUES).filter((manifest) =>
       manifest.metadata.name.includes('-dashboard-'),
     );
+    const opensOn = (name: string) => ({
+      text: release[name as keyof typeof release],
+      value: release[name as keyof typeof release],
+    });
     expect(
       dashboards.map((manifest) => ({
         labels: manifest.metadata.labels?.grafana_dashboard,
-        data: manifest.data,
+        data: Object.fromEntries(
+          Object.entries(manifest.data as Record<string, string>).map(([name, text]) => [
+            name,
+            JSON.parse(text) as unknown,
+          ]),
+        ),
       })),
     ).toEqual(
-      sources.map((name) => ({
-        labels: '1',
-        data: { [name]: readFileSync(path.join(DASHBOARDS_SOURCE, name), 'utf8') },
-      })),
+      sources.map((name) => {
+        const dashboard = JSON.parse(readFileSync(path.join(DASHBOARDS_SOURCE, name), 'utf8')) as {
+          templating: { list: { name: string; current?: unknown }[] };
+        };
+        for (const variable of dashboard.templating.list) {
+          if (variable.name in release) variable.current = opensOn(variable.name);
+        }
+        return { labels: '1', data: { [name]: dashboard } };
+      }),
     );
   });
 });
