@@ -167,6 +167,18 @@ describe('the PrometheusRule the chart renders from each ci/ value set', () => {
       expect(annotations?.runbook_url).toBe(`${runbookBase}#${alert.toLowerCase()}`);
     }
 
+    // The rewrite docs/operations.md gives for the repository's file outside the chart gives the same.
+    const { stdout: rewritten } = await execFileAsync('sed', [
+      '-e',
+      `s/${DEFAULT_SELECTOR}/${selector}/g`,
+      '-e',
+      `s/${DEFAULT_AGGREGATION}/${aggregation}/g`,
+      '-e',
+      `s|${RUNBOOK_BASE_URL}|${runbookBase}#|`,
+      RULES_PATH,
+    ]);
+    expect((parse(rewritten) as RuleGroups).groups).toEqual(rule.spec.groups);
+
     const dir = await mkdtemp(path.join(await scratch, `${set}-`));
     const rulesFile = path.join(dir, 'rules.yaml');
     await writeFile(rulesFile, stringify({ groups: rule.spec.groups }));

@@ -1,14 +1,29 @@
 // The dashboards and the alert rules against a real Prometheus (contract sections 1 and 11): Debian's
 // prometheus scrapes a real gengate process (its built-in simulator upstream, a Redis of its own) every
-// second with gengate.rules.yaml loaded, while two tenants, one under an enforce policy and one under a
-// shadow policy, produce every kind of event the panels draw. Then every panel query of every dashboard,
-// its variables substituted as Grafana would, must return at least one series; every rule must be
-// healthy; and GengateStoreDegraded must have fired while Redis was down.
+// second with gengate.rules.yaml loaded, labelled with a namespace as Kubernetes service discovery does,
+// while two tenants, one under an enforce policy and one under a shadow policy, produce every kind of
+// event the panels draw. The same Prometheus scrapes services that are not gengate: another team's Node
+// service with a lagging event loop and few file descriptors left, and a Redis exporter named
+// gengate-redis that is down; none of their alerts may appear. Alerts go to a real Alertmanager (Debian's
+// prometheus-alertmanager), which routes by namespace to a webhook receiver on loopback. Then every panel
+// query of every dashboard, its variables substituted as Grafana would, must return at least one series;
+// every rule must be healthy; GengateStoreDegraded must have fired while Redis was down; and
+// GengateConfigReloadFailing must have reached the namespace's receiver, then cleared with the next reload.
+import { once } from 'node:events';
 import { readFile, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { parse } from 'yaml';
 import { VariableType, type VariableModel } from '@grafana/grafana-foundation-sdk/dashboard';
 import { generateTenantKey, type TenantKey } from '../../src/auth/keys.ts';
+import {
+  startAlertmanager,
+  startWebhookReceiver,
+  type AlertmanagerServer,
+  type WebhookNotification,
+  type WebhookReceiver,
+} from '../support/alertmanager-server.ts';
 import { freePort } from '../support/free-port.ts';
 import { startGatewayProcess, writeTempConfig, type GatewayProcess } from '../support/gateway-process.ts';
 import {
@@ -31,6 +46,15 @@ import {
 const RULES_PATH = 'prometheus/gengate.rules.yaml';
 const DASHBOARDS_DIR = 'dashboards';
 const JOB_NAME = 'gengate';
+const NAMESPACE = 'production';
+// Another team's Node service scraped by the same Prometheus: event-loop lag and descriptors that would
+// page gengate's on-call if gengate's alerts read every job's series.
+const OTHER_SERVICE_METRICS = [
+  'nodejs_eventloop_lag_p99_seconds 0.5',
+  'process_open_fds 1000',
+  'process_max_fds 1024',
+  '',
+].join('\n');
 const UPSTREAM_TOKEN = 'upstream_token_for_prometheus_proof';
 // Short enough that a delayed answer becomes a 504 without holding the proof up.
 const UPSTREAM_TIMEOUT_MS = 1_000;
@@ -53,6 +77,9 @@ const labKey = generateTenantKey();
 let redis: RedisServer;
 let gateway: GatewayProcess;
 let prometheus: PrometheusServer;
+let alertmanager: AlertmanagerServer;
+let webhooks: WebhookReceiver;
+let otherService: Server;
 let configPath: string;
 let simulatorPort: number;
 let simulatorUrl: string;
@@ -162,6 +189,24 @@ async function instantQuery(expr: string): Promise<Sample[]> {
   return (await prometheus.api<{ result: Sample[] }>('/api/v1/query', { query: expr })).result;
 }
 
+/** Waits for the receiver's notification of `alertname` in `status`, and returns that alert. */
+async function notified(
+  receiver: string,
+  alertname: string,
+  status: 'firing' | 'resolved',
+): Promise<WebhookNotification['alerts'][number]> {
+  const find = () =>
+    (webhooks.received.get(`/${receiver}`) ?? [])
+      .flatMap((notification) => notification.alerts)
+      .find((alert) => alert.labels.alertname === alertname && alert.status === status);
+  await waitFor(
+    `${receiver} to be told ${alertname} is ${status}`,
+    () => find() !== undefined,
+    SCRAPED_TIMEOUT_MS,
+  );
+  return find()!;
+}
+
 /** Waits until Prometheus has scraped a sample for which `expr` holds. */
 async function waitForScraped(what: string, expr: string): Promise<void> {
   await waitFor(what, async () => (await instantQuery(expr)).length > 0, SCRAPED_TIMEOUT_MS);
@@ -178,10 +223,46 @@ beforeAll(async () => {
     gateway.signal('SIGTERM');
     await gateway.exited;
   });
+  otherService = createServer((_request, response) => {
+    response.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(OTHER_SERVICE_METRICS);
+  });
+  otherService.listen(0, '127.0.0.1');
+  await once(otherService, 'listening');
+  teardown.unshift(
+    () =>
+      new Promise((resolve) =>
+        otherService.close(() => {
+          resolve();
+        }),
+      ),
+  );
+  webhooks = await startWebhookReceiver();
+  teardown.unshift(() => webhooks.close());
+  // The team that runs gengate in production gets its alerts; everything else goes to the default.
+  alertmanager = await startAlertmanager({
+    routes: [{ matchers: [`namespace="${NAMESPACE}"`], receiver: 'gateways-team' }],
+    webhooks: { default: `${webhooks.url}/default`, 'gateways-team': `${webhooks.url}/gateways-team` },
+  });
+  teardown.unshift(() => alertmanager.stop());
   prometheus = await startPrometheus({
     jobName: JOB_NAME,
     targets: [new URL(gateway.adminUrl).host],
+    labels: { namespace: NAMESPACE },
+    otherJobs: [
+      {
+        jobName: 'payments-api',
+        targets: [`127.0.0.1:${(otherService.address() as AddressInfo).port}`],
+        labels: { namespace: 'payments' },
+      },
+      // A port nothing listens on: a target that is down.
+      {
+        jobName: 'gengate-redis',
+        targets: [`127.0.0.1:${await freePort()}`],
+        labels: { namespace: NAMESPACE },
+      },
+    ],
     ruleFiles: [RULES_PATH],
+    alertmanager: alertmanager.address,
   });
   teardown.unshift(() => prometheus.stop());
   startedAt = Date.now();
@@ -243,7 +324,24 @@ describe('on a real Prometheus scraping a real gengate', () => {
       async () => (await alertState('GengateConfigReloadFailing')) === 'firing',
       SCRAPED_TIMEOUT_MS,
     );
+    // Alertmanager routes it by its namespace to the team's receiver, with its severity.
+    const firing = await notified('gateways-team', 'GengateConfigReloadFailing', 'firing');
+    expect(firing.labels).toEqual({
+      alertname: 'GengateConfigReloadFailing',
+      namespace: NAMESPACE,
+      job: JOB_NAME,
+      instance: new URL(gateway.adminUrl).host,
+      severity: 'warning',
+    });
+    // The next reload that succeeds clears it, and the receiver hears so.
     await reloadWith(gatewayConfig(20), 'configuration reloaded');
+    await waitFor(
+      'GengateConfigReloadFailing to clear',
+      async () => (await alertState('GengateConfigReloadFailing')) === undefined,
+      SCRAPED_TIMEOUT_MS,
+    );
+    await notified('gateways-team', 'GengateConfigReloadFailing', 'resolved');
+    expect(webhooks.received.get('/default') ?? []).toEqual([]);
   });
 
   test('GengateStoreDegraded fires while Redis is down, and the gateway recovers when it returns', async () => {
@@ -284,8 +382,9 @@ describe('on a real Prometheus scraping a real gengate', () => {
         ['__range_s', String(rangeSeconds)],
         ['__range_ms', String(rangeSeconds * 1000)],
       ]);
+      // In order: a variable's query may name the ones before it (the job's, the namespace).
       for (const variable of dashboard.dashboard.templating.list ?? []) {
-        values.set(variable.name, await variableValue(variable));
+        values.set(variable.name, await variableValue(variable, values));
       }
       for (const query of queries) {
         const failure = await emptyOrFailing(query, values, { start: startedAt / 1000, end }, knownMetrics);
@@ -303,24 +402,31 @@ describe('on a real Prometheus scraping a real gengate', () => {
     const file = parse(await readFile(RULES_PATH, 'utf8')) as { groups: { rules: unknown[] }[] };
     expect(rules.length).toBe(file.groups.flatMap((group) => group.rules).length);
     expect(rules.filter((rule) => rule.health !== 'ok')).toEqual([]);
-    // Within the few minutes of this run only the alert without a `for` is still firing: the refused
-    // reload's, which holds for 15 minutes. The others need longer, or have resolved (the store's).
+    // The alerts that fired have resolved (the refused reload's, the store's); the other services' lag,
+    // descriptors and down target raise none, not even pending.
     const { alerts } = await prometheus.api<{ alerts: AlertState[] }>('/api/v1/alerts');
-    expect(alerts.map((alert) => `${alert.labels.alertname} ${alert.state}`)).toEqual([
-      'GengateConfigReloadFailing firing',
+    expect(alerts.map((alert) => `${alert.labels.alertname} ${alert.state} ${alert.labels.job}`)).toEqual([]);
+    const otherServices = await instantQuery('up{job=~"payments-api|gengate-redis"}');
+    expect(otherServices.map((sample) => sample.metric.job).sort()).toEqual([
+      'gengate-redis',
+      'payments-api',
     ]);
   });
 });
 
 /** What Grafana substitutes for a dashboard variable when "All" (or its only value) is selected. */
-async function variableValue(variable: VariableModel): Promise<string> {
+async function variableValue(variable: VariableModel, before: ReadonlyMap<string, string>): Promise<string> {
   switch (variable.type) {
     case VariableType.Query: {
       const { label, match } = labelValuesQuery(variable);
+      const selector = match === undefined ? undefined : interpolate(match, before);
       const found = await prometheus.api<string[]>(
-        `/api/v1/label/${label}/values${match === undefined ? '' : `?match[]=${encodeURIComponent(match)}`}`,
+        `/api/v1/label/${label}/values${selector === undefined ? '' : `?match[]=${encodeURIComponent(selector)}`}`,
       );
       const kept = filterVariableValues(variable, found);
+      // "All" stays selectable without values (no cluster label, say), and then matches every series.
+      if (kept.length === 0 && variable.includeAll === true && variable.allValue !== undefined)
+        return variable.allValue;
       if (kept.length === 0) throw new Error(`variable ${variable.name}: no values in Prometheus`);
       return variable.includeAll === true || variable.multi === true ? allValueOf(variable, kept) : kept[0]!;
     }

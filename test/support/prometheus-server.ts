@@ -1,23 +1,26 @@
 // A real Prometheus (Debian's `prometheus` package) for deployment checks: it scrapes the targets it is
 // given every second, evaluates the rule files every second, and serves its HTTP API on a free loopback
 // port. Whoever starts one stops it in teardown.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { freePort } from './free-port.ts';
-import { waitFor } from './wait-for.ts';
+import { resolve } from 'node:path';
+import { startMonitoringDaemon } from './monitoring-daemon.ts';
 
 /** Scrapes and rule evaluations this often, so a proof sees a change within seconds. */
 export const PROMETHEUS_INTERVAL_SECONDS = 1;
-const STARTUP_TIMEOUT_MS = 30_000;
 
-export interface PrometheusOptions {
+export interface ScrapeJob {
   jobName: string;
   /** host:port of each target's metrics endpoint (GET /metrics). */
   targets: string[];
+  /** Labels on every series of the targets, as Kubernetes service discovery adds `namespace`. */
+  labels?: Record<string, string>;
+}
+
+export interface PrometheusOptions extends ScrapeJob {
+  /** Other services the same Prometheus scrapes. */
+  otherJobs?: ScrapeJob[];
   ruleFiles: string[];
+  /** host:port of an Alertmanager the alerts are sent to. */
+  alertmanager?: string;
 }
 
 export interface PrometheusServer {
@@ -33,64 +36,31 @@ interface ApiAnswer<T> {
   error?: string;
 }
 
-function configText(options: PrometheusOptions): string {
+function prometheusConfig(options: PrometheusOptions): unknown {
   const interval = `${PROMETHEUS_INTERVAL_SECONDS}s`;
-  return JSON.stringify({
+  return {
     global: { scrape_interval: interval, scrape_timeout: interval, evaluation_interval: interval },
     rule_files: options.ruleFiles.map((path) => resolve(path)),
-    scrape_configs: [{ job_name: options.jobName, static_configs: [{ targets: options.targets }] }],
-  });
+    scrape_configs: [options, ...(options.otherJobs ?? [])].map((job) => ({
+      job_name: job.jobName,
+      static_configs: [{ targets: job.targets, labels: job.labels ?? {} }],
+    })),
+    ...(options.alertmanager === undefined
+      ? {}
+      : { alerting: { alertmanagers: [{ static_configs: [{ targets: [options.alertmanager] }] }] } }),
+  };
 }
 
 export async function startPrometheus(options: PrometheusOptions): Promise<PrometheusServer> {
-  const dir = await mkdtemp(join(tmpdir(), 'gengate-prometheus-'));
-  const configPath = join(dir, 'prometheus.yml');
-  // JSON is YAML: the file needs no YAML writer.
-  await writeFile(configPath, configText(options));
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const child: ChildProcess = spawn(
+  const { url, stop } = await startMonitoringDaemon(
     'prometheus',
-    [
+    prometheusConfig(options),
+    ({ configPath, dataPath, port }) => [
       `--config.file=${configPath}`,
-      `--storage.tsdb.path=${join(dir, 'data')}`,
+      `--storage.tsdb.path=${dataPath}`,
       `--web.listen-address=127.0.0.1:${port}`,
     ],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
   );
-  const log: string[] = [];
-  child.stderr?.on('data', (chunk: Buffer) => log.push(chunk.toString('utf8')));
-  // No binary on the PATH, say: reported by the wait below instead of an unhandled 'error' event.
-  let spawnError: Error | undefined;
-  child.once('error', (error) => {
-    spawnError = error;
-  });
-
-  async function stop(): Promise<void> {
-    if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) {
-      const exited = once(child, 'exit');
-      child.kill('SIGTERM');
-      await exited;
-    }
-    await rm(dir, { recursive: true, force: true });
-  }
-
-  async function ready(): Promise<boolean> {
-    if (spawnError !== undefined) throw spawnError;
-    if (child.exitCode !== null) throw new Error(`prometheus exited with ${child.exitCode}: ${log.join('')}`);
-    try {
-      return (await fetch(`${url}/-/ready`)).ok;
-    } catch {
-      return false;
-    }
-  }
-
-  try {
-    await waitFor(`prometheus on ${port}`, ready, STARTUP_TIMEOUT_MS);
-  } catch (error) {
-    await stop();
-    throw error;
-  }
   return {
     url,
     async api<T>(path: string, form?: Record<string, string>) {
