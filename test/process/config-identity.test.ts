@@ -89,27 +89,29 @@ test('SIGHUP applies a new file and reports its hash; a refused one keeps the ha
   const gateway = await start(configPath);
   const started = await identityOf(gateway);
 
-  await writeFile(configPath, configWith(2));
-  gateway.signal('SIGHUP');
-  await waitFor('the reload', () => reloads(gateway, 'configuration reloaded') === 1);
-  const reloaded = await identityOf(gateway);
+  const APPLIED = 'configuration reloaded';
+  const REFUSED = 'configuration reload refused; keeping the current configuration';
+  /** Writes the file, sends SIGHUP and waits for the reload's log line; returns the identity then. */
+  const reloadWith = async (text: string, outcome: string): Promise<Identity> => {
+    const before = reloads(gateway, outcome);
+    await writeFile(configPath, text);
+    gateway.signal('SIGHUP');
+    await waitFor(outcome, () => reloads(gateway, outcome) > before);
+    return identityOf(gateway);
+  };
+
+  const reloaded = await reloadWith(configWith(2), APPLIED);
   expect(reloaded.hashes).toHaveLength(1);
   expect(reloaded.hashes).not.toEqual(started.hashes);
   expect(reloaded.successful).toBe(1);
   expect(reloaded.lastSuccess).toBeGreaterThanOrEqual(started.lastSuccess);
 
-  await writeFile(configPath, 'tenants: [ { id: "Not Valid" } ]\n');
-  gateway.signal('SIGHUP');
-  await waitFor(
-    'the refusal',
-    () => reloads(gateway, 'configuration reload refused; keeping the current configuration') === 1,
-  );
-  expect(await identityOf(gateway)).toEqual({ ...reloaded, successful: 0 });
+  expect(await reloadWith('tenants: [ { id: "Not Valid" } ]\n', REFUSED)).toEqual({
+    ...reloaded,
+    successful: 0,
+  });
 
-  await writeFile(configPath, configWith(3));
-  gateway.signal('SIGHUP');
-  await waitFor('the next reload', () => reloads(gateway, 'configuration reloaded') === 2);
-  const recovered = await identityOf(gateway);
+  const recovered = await reloadWith(configWith(3), APPLIED);
   expect(recovered.successful).toBe(1);
   expect(recovered.hashes).not.toEqual(reloaded.hashes);
 });
