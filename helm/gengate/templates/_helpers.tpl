@@ -24,6 +24,19 @@ alone when it already contains the chart name (a release called "gengate" gives 
 {{- end }}
 
 {{/*
+The full name with a suffix ("metrics", "redis", "dashboard-overview"...), as a name of another object of
+the release: the full name is shortened first so that the suffix always survives, which keeps every name
+within 63 characters and distinct from the others, whatever the release name or fullnameOverride.
+Call it with (list $ "suffix").
+*/}}
+{{- define "gengate.suffixedName" -}}
+{{- $root := index . 0 }}
+{{- $suffix := index . 1 }}
+{{- $fullname := include "gengate.fullname" $root | trunc (int (sub 62 (len $suffix))) | trimSuffix "-" }}
+{{- printf "%s-%s" $fullname $suffix }}
+{{- end }}
+
+{{/*
 Chart name and version, as the helm.sh/chart label wants them.
 */}}
 {{- define "gengate.chart" -}}
@@ -48,6 +61,15 @@ immutable).
 {{- define "gengate.selectorLabels" -}}
 app.kubernetes.io/name: {{ include "gengate.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/*
+Labels of the helm test pod: the release's, but never both selector labels, so that neither Service
+sends it traffic nor a policy of the gateway's pods applies to it.
+*/}}
+{{- define "gengate.testSelectorLabels" -}}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: test
 {{- end }}
 
 {{- define "gengate.serviceAccountName" -}}
@@ -90,7 +112,7 @@ The Secret holding the upstream tokens (the chart's or existingSecret), or nothi
 {{- if .Values.upstreamCredentials.existingSecret }}
 {{- .Values.upstreamCredentials.existingSecret }}
 {{- else if .Values.upstreamCredentials.tokens }}
-{{- printf "%s-upstream" (include "gengate.fullname" .) }}
+{{- include "gengate.suffixedName" (list . "upstream") }}
 {{- end }}
 {{- end }}
 
@@ -101,7 +123,7 @@ The Secret and key holding the Redis URL (the chart's or existingSecret), or not
 {{- if .Values.redis.existingSecret }}
 {{- .Values.redis.existingSecret }}
 {{- else if .Values.redis.url }}
-{{- printf "%s-redis" (include "gengate.fullname" .) }}
+{{- include "gengate.suffixedName" (list . "redis") }}
 {{- end }}
 {{- end }}
 
