@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseConfigText } from '../../src/config/load.ts';
 import {
   createRedisConnection,
   redisSecurityOptions,
@@ -300,5 +301,36 @@ describe('a Redis Cluster with requirepass and TLS', () => {
     await waitFor('the refusal to be logged', () => logger.warnings.length > 0);
     // ioredis reports a Cluster it cannot read the slots of, whatever each node answered (NOAUTH here).
     expect(logger.warnings).toEqual(['Failed to refresh slots cache.']);
+  });
+});
+
+describe('the configuration', () => {
+  it('refuses at start a passwordFile or caFile that cannot be read or is empty, naming each', async () => {
+    const empty = join(scratch, 'empty-password');
+    await writeFile(empty, '\n');
+    const absent = join(scratch, 'no-such-ca.crt');
+    const text = [
+      'store:',
+      '  redis:',
+      `    passwordFile: ${empty}`,
+      `    tls: { caFile: ${absent} }`,
+      '',
+    ].join('\n');
+    const error: unknown = await parseConfigText(text, {
+      env: {},
+      baseDir: scratch,
+      credentialChecks: 'all',
+    }).catch((rejection: unknown) => rejection);
+    expect(error).toMatchObject({
+      name: 'ConfigError',
+      problems: [
+        { path: 'store.redis.passwordFile', message: `${empty}: the file is empty` },
+        { path: 'store.redis.tls.caFile', message: `${absent}: cannot read the file (ENOENT)` },
+      ],
+    });
+    // check-config --skip-credentials, for a pipeline that renders the file without its secrets.
+    await expect(
+      parseConfigText(text, { env: {}, baseDir: scratch, credentialChecks: 'none' }),
+    ).resolves.toBeDefined();
   });
 });
