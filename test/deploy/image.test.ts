@@ -12,7 +12,7 @@ import { join, resolve } from 'node:path';
 import { rootCertificates } from 'node:tls';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parse as parseYaml } from 'yaml';
+import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { generateTenantKey } from '../../src/auth/keys.ts';
 import { freePort } from '../support/free-port.ts';
 import { waitFor } from '../support/wait-for.ts';
@@ -25,6 +25,7 @@ import {
   type Manifest,
 } from './support/helm.ts';
 import { startOciRegistry, type OciRegistry } from './support/oci-registry.ts';
+import { startTlsRedis } from '../support/tls-redis.ts';
 import { privatePodman, type Podman } from './support/podman.ts';
 import { baseImageOf, ensureStandInBase } from './support/stand-in-base.ts';
 
@@ -272,6 +273,61 @@ describe('the container image', () => {
     }
   });
 
+  it('reaches a Redis Cluster with a password and TLS through the files and configuration the chart gives it', async () => {
+    const started = performance.now();
+    const password = 'cluster-password-of-the-test';
+    const cluster = await startTlsRedis({ cluster: true, password });
+    let gateway: GatewayContainer | undefined;
+    try {
+      // The chart's rendering for such a Cluster, pointed at the test's (whose certificate names localhost).
+      const manifests = render([
+        ...valuesFile('redis-tls-values.yaml'),
+        '--set',
+        'redis.username=',
+        '--set',
+        'redis.tls.serverName=localhost',
+        '--set-json',
+        `config.store.redis.nodes=${JSON.stringify(cluster.nodes)}`,
+        '--set',
+        'config.store.failMode=closed',
+      ]);
+      const configMap = findManifest(manifests, 'ConfigMap') as unknown as { data: Record<string, string> };
+      const { store } = parseYaml(configMap.data['gengate.yaml']!) as { store: unknown };
+      // The two Secrets' keys as files, where and as the chart's projected volume puts them.
+      const deployment = findManifest(manifests, 'Deployment') as unknown as {
+        spec: { template: { spec: ChartPodSpec } };
+      };
+      const { containers, volumes } = deployment.spec.template.spec;
+      const mountPath = containers[0]!.volumeMounts.find(
+        (mount) => mount.name === 'redis-credentials',
+      )!.mountPath;
+      const [passwordItem, caItem] = volumes
+        .find((volume) => volume.name === 'redis-credentials')!
+        .projected!.sources.map((source) => source.secret.items[0]!.path);
+      const secrets = await mkdtemp(join(scratch, 'redis-secrets-'));
+      await writeFile(join(secrets, passwordItem!), `${password}\n`, { mode: 0o644 });
+      await writeFile(join(secrets, caItem!), await readFile(cluster.certificates.caFile), { mode: 0o644 });
+      await chmod(secrets, 0o755);
+
+      // Ready only once it reaches the store: the store fails closed.
+      gateway = await startGatewayContainer(IMAGE, { store, volumes: [`${secrets}:${mountPath}:ro`] });
+      const created = await fetch(`${gateway.gatewayUrl}/v1/images/generations`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${gateway.tenantKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ input: { positivePrompt: 'a lighthouse at dawn' } }),
+      });
+      expect(created.status).toBe(200);
+      const keyCounts = await Promise.all(cluster.ports.map((_, index) => cluster.client(index).dbsize()));
+      expect(keyCounts.reduce((sum, count) => sum + count, 0)).toBeGreaterThan(0);
+    } finally {
+      await gateway?.remove();
+      await cluster.stop();
+    }
+    report(
+      `gengate on a TLS Redis Cluster with a password in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+    );
+  });
+
   it("runs the image's own command line, with the chart's extraArgs before gengate's script", async () => {
     const inspected = await podman.run(['image', 'inspect', '--format', '{{json .Config.Cmd}}', IMAGE]);
     const imageCommand = JSON.parse(inspected.stdout) as string[];
@@ -423,27 +479,31 @@ interface GatewayContainer {
 let containers = 0;
 
 /** `image` run as the chart runs it, on loopback with the built-in simulator; resolves once it is ready. */
-async function startGatewayContainer(image: string): Promise<GatewayContainer> {
+/**
+ * `image` run as the chart runs it, on loopback with the built-in simulator as its upstream and one
+ * tenant; resolves once it is ready. `store` (default: memory) and extra `--volume`s are the caller's.
+ */
+async function startGatewayContainer(
+  image: string,
+  options: { store?: unknown; volumes?: string[] } = {},
+): Promise<GatewayContainer> {
   const [gatewayPort, adminPort, simulatorPort] = [await freePort(), await freePort(), await freePort()];
   const tenantKey = generateTenantKey();
   const configDir = await mkdtemp(join(scratch, 'etc-'));
-  await writeFile(
-    join(configDir, 'gengate.yaml'),
-    [
-      `server: { host: 127.0.0.1, port: ${gatewayPort} }`,
-      `admin: { host: 127.0.0.1, port: ${adminPort} }`,
-      `upstream: { baseUrl: "http://127.0.0.1:${simulatorPort}",`,
-      '  credentials: { shared: { env: SHARED_TOKEN } } }',
-      `simulator: { enabled: true, host: 127.0.0.1, port: ${simulatorPort} }`,
-      'store: { kind: memory }',
-      'tenants:',
-      '  - id: team-a',
-      '    credential: shared',
-      `    keys: [{ sha256: "${tenantKey.sha256}", prefix: "${tenantKey.prefix}" }]`,
-      '',
-    ].join('\n'),
-    { mode: 0o644 },
-  );
+  const config = {
+    server: { host: '127.0.0.1', port: gatewayPort },
+    admin: { host: '127.0.0.1', port: adminPort },
+    upstream: {
+      baseUrl: `http://127.0.0.1:${simulatorPort}`,
+      credentials: { shared: { env: 'SHARED_TOKEN' } },
+    },
+    simulator: { enabled: true, host: '127.0.0.1', port: simulatorPort },
+    store: options.store ?? { kind: 'memory' },
+    tenants: [
+      { id: 'team-a', credential: 'shared', keys: [{ sha256: tenantKey.sha256, prefix: tenantKey.prefix }] },
+    ],
+  };
+  await writeFile(join(configDir, 'gengate.yaml'), stringifyYaml(config), { mode: 0o644 });
   // Readable by the container's uid, as a mounted ConfigMap is.
   await chmod(configDir, 0o755);
   const container = `gengate-image-test-${process.pid}-${++containers}`;
@@ -459,6 +519,7 @@ async function startGatewayContainer(image: string): Promise<GatewayContainer> {
       ...RUN_AS_THE_CHART,
       '--network=host',
       `--volume=${configDir}:/etc/gengate:ro`,
+      ...(options.volumes ?? []).map((volume) => `--volume=${volume}`),
       '--env=SHARED_TOKEN=upstream-token-of-the-test',
       image,
     ]);
@@ -478,6 +539,11 @@ async function startGatewayContainer(image: string): Promise<GatewayContainer> {
     tenantKey: tenantKey.key,
     remove,
   };
+}
+
+interface ChartPodSpec {
+  containers: { volumeMounts: { name: string; mountPath: string }[] }[];
+  volumes: { name: string; projected?: { sources: { secret: { items: { path: string }[] } }[] } }[];
 }
 
 interface ChartContainer {
