@@ -38,6 +38,27 @@ function rendered(ciValueSet: string): Manifest[] {
   return manifests;
 }
 
+// The umbrella chart of ci/umbrella (gengate as a subchart, by file://), its dependency built and rendered
+// once, when a test first needs it.
+const UMBRELLA_DIRECTORY = path.join(CHART_DIRECTORY, 'ci/umbrella');
+let umbrellaManifests: Manifest[] | undefined;
+function renderedUmbrella(): Manifest[] {
+  if (umbrellaManifests === undefined) {
+    for (const args of [
+      ['dependency', 'update', '--skip-refresh', UMBRELLA_DIRECTORY],
+      ['lint', '--strict', UMBRELLA_DIRECTORY],
+    ]) {
+      const result = helm(args);
+      if (result.status !== 0)
+        throw new Error(`helm ${args.join(' ')} failed:\n${result.stdout}${result.stderr}`);
+    }
+    const result = helm(['template', 'prod', UMBRELLA_DIRECTORY, '--namespace', 'gateways']);
+    if (result.status !== 0) throw new Error(`helm template of ci/umbrella failed:\n${result.stderr}`);
+    umbrellaManifests = parseManifests(result.stdout);
+  }
+  return umbrellaManifests;
+}
+
 const scratch = mkdtempSync(path.join(tmpdir(), 'gengate-chart-'));
 afterAll(() => {
   rmSync(scratch, { recursive: true, force: true });
@@ -91,8 +112,9 @@ describe('the rendered manifests match the Kubernetes API', () => {
     expect(schemaProblems(rendered(name))).toEqual([]);
   });
 
-  it('every ci/ set: no field the API does not have, no value of the wrong type (typed literals)', () => {
-    expect(typeProblems(Object.fromEntries(CI_VALUE_SETS.map((name) => [name, rendered(name)])))).toEqual([]);
+  it('every ci/ set and the umbrella chart: no field the API does not have, no value of the wrong type (typed literals)', () => {
+    const sets = Object.fromEntries(CI_VALUE_SETS.map((name) => [name, rendered(name)]));
+    expect(typeProblems({ ...sets, 'ci/umbrella': renderedUmbrella() })).toEqual([]);
   });
 
   it('a misspelled field is caught by the typed literals, which the OpenAPI schemas let through', () => {
@@ -361,6 +383,7 @@ describe('the release notes', () => {
     );
     expect(notes).toContain('  curl http://127.0.0.1:9090/metrics');
     expect(notes).toContain('No ServiceMonitor was made: scrape port "metrics" (path /metrics)');
+    expect(notes).toContain('  helm test prod --namespace gateways\n');
   });
 });
 
@@ -417,27 +440,34 @@ describe("the chart ships the repository's alert rules and dashboards", () => {
 
 // Issue 23: a chart that composes (subchart, names), is locked down (network policy, OpenShift), exposes
 // the gateway port only, tests itself, and reaches a Redis with TLS and a password from Secrets.
-const UMBRELLA_DIRECTORY = path.join(CHART_DIRECTORY, 'ci/umbrella');
 const EXPOSED_VALUES = 'exposed-values.yaml';
 const OPENSHIFT_VALUES = 'openshift-values.yaml';
 const REDIS_TLS_VALUES = 'redis-tls-values.yaml';
 
 describe('as a subchart of an umbrella chart (ci/umbrella, by file://)', () => {
-  let manifests: Manifest[];
-  it('passes lint and renders with the global values Helm passes every subchart', () => {
-    const dependency = helm(['dependency', 'update', '--skip-refresh', UMBRELLA_DIRECTORY]);
-    expect(dependency.status, dependency.stderr).toBe(0);
-    const lint = helm(['lint', '--strict', UMBRELLA_DIRECTORY]);
-    expect(lint.stderr + lint.stdout).toContain('1 chart(s) linted, 0 chart(s) failed');
-    const result = helm(['template', 'prod', UMBRELLA_DIRECTORY, '--namespace', 'gateways']);
-    expect(result.status, result.stderr).toBe(0);
-    manifests = parseManifests(result.stdout);
+  it('passes lint --strict and renders with the global values Helm passes every subchart', () => {
+    const manifests = renderedUmbrella();
     expect(manifestOf(manifests, 'Deployment').metadata.name).toBe('prod-gengate');
+    expect(manifests.map((manifest) => manifest.kind).sort()).toEqual(
+      rendered(DEFAULT_VALUES)
+        .map((manifest) => manifest.kind)
+        .sort(),
+    );
   });
 
-  it('renders manifests the Kubernetes API accepts', () => {
-    expect(schemaProblems(manifests)).toEqual([]);
-    expect(typeProblems({ umbrella: manifests })).toEqual([]);
+  it('renders manifests the Kubernetes API accepts (the typed literals are checked with the ci/ sets)', () => {
+    expect(schemaProblems(renderedUmbrella())).toEqual([]);
+  });
+
+  it('is left out of the packaged chart, which it depends on (a copy would contain itself)', () => {
+    const packaged = helm(['package', CHART_DIRECTORY, '--destination', scratch]);
+    expect(packaged.status, packaged.stderr).toBe(0);
+    const archive = /saved it to: (\S+\.tgz)/.exec(packaged.stdout)![1]!;
+    const listing = spawnSync('tar', ['-tzf', archive], { encoding: 'utf8' });
+    expect(listing.status).toBe(0);
+    const files = listing.stdout.trimEnd().split('\n');
+    expect(files).toContain('gengate/templates/tests/test-connection.yaml');
+    expect(files.filter((file) => file.startsWith('gengate/ci/umbrella'))).toEqual([]);
   });
 });
 

@@ -20,8 +20,6 @@ import { waitFor } from '../support/wait-for.ts';
 
 const PASSWORD = 'cluster-password-of-the-test';
 const CONNECT_WAIT_MS = 10_000;
-// Refusals are awaited by the failure they log, not by a timer: this only bounds waitUntilConnected.
-const REFUSED_CONNECT_WAIT_MS = 1_500;
 
 let scratch: string;
 const connections: RedisConnection[] = [];
@@ -86,11 +84,9 @@ describe('a single Redis behind rediss://', () => {
   it("is refused without that CA: the server's certificate is not trusted", async () => {
     const logger = recordingLogger();
     const connection = await connect({ url }, {}, logger);
-    await expect(waitUntilConnected(connection, REFUSED_CONNECT_WAIT_MS)).rejects.toThrow(
-      `store did not answer within ${REFUSED_CONNECT_WAIT_MS} ms`,
-    );
     await waitFor('the refusal to be logged', () => logger.warnings.length > 0);
     expect(logger.warnings).toEqual(['self-signed certificate in certificate chain']);
+    expect(connection.status).not.toBe('ready');
   });
 
   it("is refused when serverName is not a name of the server's certificate", async () => {
@@ -100,9 +96,9 @@ describe('a single Redis behind rediss://', () => {
       { tls: { caFile: redis.certificates.caFile, serverName: 'redis.elsewhere.example' } },
       logger,
     );
-    await expect(waitUntilConnected(connection, REFUSED_CONNECT_WAIT_MS)).rejects.toThrow();
     await waitFor('the refusal to be logged', () => logger.warnings.length > 0);
     expect(logger.warnings[0]).toMatch(/^Hostname\/IP does not match certificate's altnames/);
+    expect(connection.status).not.toBe('ready');
   });
 });
 
@@ -141,10 +137,10 @@ describe('a Redis Cluster with requirepass and TLS', () => {
       { tls: { caFile: cluster.certificates.caFile } },
       logger,
     );
-    await expect(waitUntilConnected(connection, REFUSED_CONNECT_WAIT_MS)).rejects.toThrow();
     await waitFor('the refusal to be logged', () => logger.warnings.length > 0);
     // ioredis reports a Cluster it cannot read the slots of, whatever each node answered (NOAUTH here).
     expect(logger.warnings).toEqual(['Failed to refresh slots cache.']);
+    expect(connection.status).not.toBe('ready');
   });
 });
 
