@@ -176,7 +176,7 @@ replicas on a memory store, or a Redis store with no address.
 {{- if not (or .Values.redis.url .Values.redis.existingSecret $redis.url $redis.nodes) }}
 {{- fail "config.store.kind redis needs a Redis: set redis.url, redis.existingSecret, or config.store.redis.nodes for a Redis Cluster (docs/deploy.md, \"Redis\")" }}
 {{- end }}
-{{- if regexMatch "^rediss?://[^/]*@" ($redis.url | default "") }}
+{{- if regexMatch "^rediss?://[^/@]*:[^/@]*@" ($redis.url | default "") }}
 {{- fail "config.store.redis.url carries a password, which the ConfigMap would hold in plain text: put the URL in a Secret and name it with redis.existingSecret (or give it as redis.url, which the chart keeps in a Secret), or name a Secret holding the password alone with redis.passwordSecret (docs/deploy.md, \"Redis\")" }}
 {{- end }}
 {{- $_ := set $store "redis" (merge $redis (include "gengate.redisSecurityConfig" . | fromYaml)) }}
