@@ -748,14 +748,14 @@ describe('Redis with TLS and a password', () => {
       'config.store.redis.url carries a password, which the ConfigMap would hold in plain text: put the URL in a Secret and name it with redis.existingSecret',
     );
     expect(result.stderr).not.toContain('hunter2');
-    // Without one it stays in the configuration.
+    // Without one (a user name is no secret) it stays in the configuration.
     const plain = render([
       ...valuesFile(DEFAULT_VALUES),
       '--set',
-      'config.store.redis.url=rediss://redis.example.internal:6380/0',
+      'config.store.redis.url=rediss://gengate@redis.example.internal:6380/0',
     ]);
     expect(gengateConfig(plain)).toMatchObject({
-      store: { redis: { url: 'rediss://redis.example.internal:6380/0' } },
+      store: { redis: { url: 'rediss://gengate@redis.example.internal:6380/0' } },
     });
   });
 
