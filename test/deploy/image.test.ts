@@ -427,40 +427,45 @@ describe('published to an OCI registry and installed from it', () => {
     const started = performance.now();
     const reference = chartContainer(pulledChart).image;
     await podman.run(['pull', '--tls-verify=false', reference]);
-    const pulled = await podman.run(['image', 'inspect', '--format', '{{json .RepoDigests}}', reference]);
-    expect(JSON.parse(pulled.stdout)).toContain(reference);
-
-    const gateway = await startGatewayContainer(reference);
     try {
-      const testPod = pulledChart.find((manifest) => manifest.kind === 'Pod') as unknown as {
-        spec: { containers: { image: string; command: string[]; args: string[] }[] };
-      };
-      const [test] = testPod.spec.containers;
-      expect(test!.image).toBe(reference);
-      // The pod's command as the kubelet runs it, with the Services' addresses on loopback instead.
-      const runTest = (gatewayUrl: string) =>
-        podman.run([
-          'run',
-          '--rm',
-          ...RUN_AS_THE_CHART,
-          '--network=host',
-          `--env=GENGATE_ADMIN_URL=${gateway.adminUrl}`,
-          `--env=GENGATE_GATEWAY_URL=${gatewayUrl}`,
-          test!.image,
-          ...test!.command,
-          ...test!.args,
-        ]);
-      const passed = await runTest(gateway.gatewayUrl);
-      expect(passed.stdout).toBe(
-        `ok: ${gateway.adminUrl}/readyz is ready; ${gateway.gatewayUrl} refuses a request without a key (401 missing_api_key)\n`,
-      );
-      // Pointed at something that is not gengate's gateway (its admin port), the test fails.
-      const failed: unknown = await runTest(gateway.adminUrl).catch((error: unknown) => error);
-      expect(String((failed as { stderr?: string }).stderr)).toContain(
-        `helm test failed: ${gateway.adminUrl}/v1/account/usage answered 404, not 401`,
-      );
+      const pulled = await podman.run(['image', 'inspect', '--format', '{{json .RepoDigests}}', reference]);
+      expect(JSON.parse(pulled.stdout)).toContain(reference);
+
+      const gateway = await startGatewayContainer(reference);
+      try {
+        const testPod = pulledChart.find((manifest) => manifest.kind === 'Pod') as unknown as {
+          spec: { containers: { image: string; command: string[]; args: string[] }[] };
+        };
+        const [test] = testPod.spec.containers;
+        expect(test!.image).toBe(reference);
+        // The pod's command as the kubelet runs it, with the Services' addresses on loopback instead.
+        const runTest = (gatewayUrl: string) =>
+          podman.run([
+            'run',
+            '--rm',
+            ...RUN_AS_THE_CHART,
+            '--network=host',
+            `--env=GENGATE_ADMIN_URL=${gateway.adminUrl}`,
+            `--env=GENGATE_GATEWAY_URL=${gatewayUrl}`,
+            test!.image,
+            ...test!.command,
+            ...test!.args,
+          ]);
+        const passed = await runTest(gateway.gatewayUrl);
+        expect(passed.stdout).toBe(
+          `ok: ${gateway.adminUrl}/readyz is ready; ${gateway.gatewayUrl} refuses a request without a key (401 missing_api_key)\n`,
+        );
+        // Pointed at something that is not gengate's gateway (its admin port), the test fails.
+        const failed: unknown = await runTest(gateway.adminUrl).catch((error: unknown) => error);
+        expect(String((failed as { stderr?: string }).stderr)).toContain(
+          `helm test failed: ${gateway.adminUrl}/v1/account/usage answered 404, not 401`,
+        );
+      } finally {
+        await gateway.remove();
+      }
     } finally {
-      await gateway.remove();
+      // The pulled image has layers of its own (the registry keeps them compressed): not kept for the next run.
+      await podman.run(['image', 'rm', reference]);
     }
     report(
       `image pulled by digest and run, helm test run, in ${((performance.now() - started) / 1000).toFixed(1)} s`,
