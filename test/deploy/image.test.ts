@@ -1,7 +1,9 @@
 // The container image (contract section 11): the real Dockerfile built with podman on a local stand-in
 // for its base image (no registry can be pulled from here), inspected, and run the way the Helm chart
 // runs it: another non-root uid, a read-only root filesystem, no capabilities, no new privileges, a
-// tmpfs for /tmp, the configuration mounted at its fixed path.
+// tmpfs for /tmp, the configuration mounted at its fixed path. Then published as an operator would: the
+// image and the packaged chart pushed to a real OCI registry on loopback, the chart pulled back by
+// version and rendered, the image pulled back by digest and run, and the chart's helm test run on it.
 import { execFile } from 'node:child_process';
 import { createReadStream } from 'node:fs';
 import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -10,9 +12,20 @@ import { join, resolve } from 'node:path';
 import { rootCertificates } from 'node:tls';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { generateTenantKey } from '../../src/auth/keys.ts';
 import { freePort } from '../support/free-port.ts';
 import { waitFor } from '../support/wait-for.ts';
+import {
+  CHART_DIRECTORY,
+  findManifest,
+  parseManifests,
+  render,
+  valuesFile,
+  type Manifest,
+} from './support/helm.ts';
+import { startOciRegistry, type OciRegistry } from './support/oci-registry.ts';
+import { startTlsRedis } from '../support/tls-redis.ts';
 import { privatePodman, type Podman } from './support/podman.ts';
 import { baseImageOf, ensureStandInBase } from './support/stand-in-base.ts';
 
@@ -42,6 +55,9 @@ const packageJson = JSON.parse(await readFile(join(REPO_ROOT, 'package.json'), '
 const packageLock = JSON.parse(await readFile(join(REPO_ROOT, 'package-lock.json'), 'utf8')) as {
   packages: Record<string, { dev?: boolean }>;
 };
+const chartVersion = (
+  parseYaml(await readFile(join(CHART_DIRECTORY, 'Chart.yaml'), 'utf8')) as { version: string }
+).version;
 const base = baseImageOf(dockerfile);
 const revision = (await git('rev-parse', 'HEAD')).trim();
 
@@ -227,50 +243,11 @@ describe('the container image', () => {
   });
 
   it('runs as the chart runs it: ready, serves a create, drains on podman stop and exits 0', async () => {
-    const [gatewayPort, adminPort, simulatorPort] = [await freePort(), await freePort(), await freePort()];
-    const tenantKey = generateTenantKey();
-    const configDir = await mkdtemp(join(scratch, 'etc-'));
-    await writeFile(
-      join(configDir, 'gengate.yaml'),
-      [
-        `server: { host: 127.0.0.1, port: ${gatewayPort} }`,
-        `admin: { host: 127.0.0.1, port: ${adminPort} }`,
-        `upstream: { baseUrl: "http://127.0.0.1:${simulatorPort}",`,
-        '  credentials: { shared: { env: SHARED_TOKEN } } }',
-        `simulator: { enabled: true, host: 127.0.0.1, port: ${simulatorPort} }`,
-        'store: { kind: memory }',
-        'tenants:',
-        '  - id: team-a',
-        '    credential: shared',
-        `    keys: [{ sha256: "${tenantKey.sha256}", prefix: "${tenantKey.prefix}" }]`,
-        '',
-      ].join('\n'),
-      { mode: 0o644 },
-    );
-    // Readable by the container's uid, as a mounted ConfigMap is.
-    await chmod(configDir, 0o755);
-    const container = `gengate-image-test-${process.pid}`;
+    const gateway = await startGatewayContainer(IMAGE);
     try {
-      await podman.run([
-        'run',
-        '--detach',
-        `--name=${container}`,
-        ...RUN_AS_THE_CHART,
-        '--network=host',
-        `--volume=${configDir}:/etc/gengate:ro`,
-        '--env=SHARED_TOKEN=upstream-token-of-the-test',
-        IMAGE,
-      ]);
-      const adminUrl = `http://127.0.0.1:${adminPort}`;
-      await waitFor(
-        'the container to be ready',
-        async () => (await fetch(`${adminUrl}/readyz`).catch(() => undefined))?.status === 200,
-        30_000,
-      );
-
-      const created = await fetch(`http://127.0.0.1:${gatewayPort}/v1/images/generations`, {
+      const created = await fetch(`${gateway.gatewayUrl}/v1/images/generations`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${tenantKey.key}`, 'content-type': 'application/json' },
+        headers: { authorization: `Bearer ${gateway.tenantKey}`, 'content-type': 'application/json' },
         body: JSON.stringify({ input: { positivePrompt: 'a lighthouse at dawn' } }),
       });
       expect(created.status).toBe(200);
@@ -279,10 +256,10 @@ describe('the container image', () => {
         data: { requestId: expect.stringMatching(UUID) as unknown },
       });
 
-      await podman.run(['stop', '--time=30', container]);
-      const exitCode = await podman.run(['inspect', '--format', '{{.State.ExitCode}}', container]);
+      await podman.run(['stop', '--time=30', gateway.container]);
+      const exitCode = await podman.run(['inspect', '--format', '{{.State.ExitCode}}', gateway.container]);
       expect(exitCode.stdout.trim()).toBe('0');
-      const logs = await podman.run(['logs', container]);
+      const logs = await podman.run(['logs', gateway.container]);
       const messages = logs.stdout
         .trimEnd()
         .split('\n')
@@ -292,10 +269,301 @@ describe('the container image', () => {
         expect.objectContaining({ msg: 'stopped' }),
       ]);
     } finally {
-      await podman.run(['rm', '--force', '--ignore', container]);
+      await gateway.remove();
     }
   });
+
+  it('reaches a Redis Cluster with a password and TLS through the files and configuration the chart gives it', async () => {
+    const started = performance.now();
+    const password = 'cluster-password-of-the-test';
+    const cluster = await startTlsRedis({ cluster: true, password });
+    let gateway: GatewayContainer | undefined;
+    try {
+      // The chart's rendering for such a Cluster, pointed at the test's (whose certificate names localhost).
+      const manifests = render([
+        ...valuesFile('redis-tls-values.yaml'),
+        '--set',
+        'redis.username=',
+        '--set',
+        'redis.tls.serverName=localhost',
+        '--set-json',
+        `config.store.redis.nodes=${JSON.stringify(cluster.nodes)}`,
+        '--set',
+        'config.store.failMode=closed',
+      ]);
+      const configMap = findManifest(manifests, 'ConfigMap') as unknown as { data: Record<string, string> };
+      const { store } = parseYaml(configMap.data['gengate.yaml']!) as { store: unknown };
+      // The two Secrets' keys as files, where and as the chart's projected volume puts them.
+      const deployment = findManifest(manifests, 'Deployment') as unknown as {
+        spec: { template: { spec: ChartPodSpec } };
+      };
+      const { containers, volumes } = deployment.spec.template.spec;
+      const mountPath = containers[0]!.volumeMounts.find(
+        (mount) => mount.name === 'redis-credentials',
+      )!.mountPath;
+      const [passwordItem, caItem] = volumes
+        .find((volume) => volume.name === 'redis-credentials')!
+        .projected!.sources.map((source) => source.secret.items[0]!.path);
+      const secrets = await mkdtemp(join(scratch, 'redis-secrets-'));
+      await writeFile(join(secrets, passwordItem!), `${password}\n`, { mode: 0o644 });
+      await writeFile(join(secrets, caItem!), await readFile(cluster.certificates.caFile), { mode: 0o644 });
+      await chmod(secrets, 0o755);
+
+      // Ready only once it reaches the store: the store fails closed.
+      gateway = await startGatewayContainer(IMAGE, { store, volumes: [`${secrets}:${mountPath}:ro`] });
+      const created = await fetch(`${gateway.gatewayUrl}/v1/images/generations`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${gateway.tenantKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ input: { positivePrompt: 'a lighthouse at dawn' } }),
+      });
+      expect(created.status).toBe(200);
+      const keyCounts = await Promise.all(cluster.ports.map((_, index) => cluster.client(index).dbsize()));
+      expect(keyCounts.reduce((sum, count) => sum + count, 0)).toBeGreaterThan(0);
+    } finally {
+      await gateway?.remove();
+      await cluster.stop();
+    }
+    report(
+      `gengate on a TLS Redis Cluster with a password in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+    );
+  });
+
+  it("runs the image's own command line, with the chart's extraArgs before gengate's script", async () => {
+    const inspected = await podman.run(['image', 'inspect', '--format', '{{json .Config.Cmd}}', IMAGE]);
+    const imageCommand = JSON.parse(inspected.stdout) as string[];
+    const container = chartContainer(
+      render([...valuesFile('default-values.yaml'), '--set-json', 'extraArgs=["--max-old-space-size=300"]']),
+    );
+    const script = imageCommand.indexOf('/app/dist/main.js');
+    expect([...container.command!, ...container.args!]).toEqual([
+      ...imageCommand.slice(0, script),
+      '--max-old-space-size=300',
+      ...imageCommand.slice(script),
+    ]);
+  });
 });
+
+describe('published to an OCI registry and installed from it', () => {
+  let registry: OciRegistry;
+  let helmHome: NodeJS.ProcessEnv;
+  // Filled by the first test, read by the second.
+  let imageDigest = '';
+  let pulledChart: Manifest[] = [];
+  const helmOci = async (args: string[]) =>
+    execFileAsync('helm', args, {
+      cwd: REPO_ROOT,
+      env: { ...process.env, ...helmHome },
+      maxBuffer: 64 << 20,
+    });
+
+  beforeAll(async () => {
+    const started = performance.now();
+    registry = await startOciRegistry();
+    const home = await mkdtemp(join(scratch, 'helm-home-'));
+    // Helm's registry logins, cache and repositories in scratch: the machine's own stay untouched.
+    helmHome = {
+      HELM_REGISTRY_CONFIG: join(home, 'registry.json'),
+      HELM_CACHE_HOME: join(home, 'cache'),
+      HELM_CONFIG_HOME: join(home, 'config'),
+      HELM_DATA_HOME: join(home, 'data'),
+    };
+    report(`registry ${registry.host} started in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  });
+  afterAll(async () => {
+    await registry.stop();
+  });
+
+  it('pushes the image and the packaged chart, and renders the chart pulled back by version from oci://', async () => {
+    const started = performance.now();
+    const repository = `${registry.host}/gengate/gengate`;
+    const digestFile = join(scratch, 'image.digest');
+    await podman.run([
+      'push',
+      '--tls-verify=false',
+      `--digestfile=${digestFile}`,
+      IMAGE,
+      `docker://${repository}:${packageJson.version}`,
+    ]);
+    imageDigest = (await readFile(digestFile, 'utf8')).trim();
+    expect(imageDigest).toMatch(/^sha256:[0-9a-f]{64}$/);
+
+    const packaged = await helmOci(['package', CHART_DIRECTORY, '--destination', scratch]);
+    const archive = /saved it to: (\S+\.tgz)/.exec(packaged.stdout)?.[1];
+    expect(archive).toBe(join(scratch, `gengate-${chartVersion}.tgz`));
+    const pushed = await helmOci(['push', archive!, `oci://${registry.host}/charts`, '--plain-http']);
+    expect(pushed.stdout + pushed.stderr).toContain(
+      `Pushed: ${registry.host}/charts/gengate:${chartVersion}`,
+    );
+
+    // As an operator installs it: by version, from the registry, pinned to the image's digest.
+    const values = [
+      ...valuesFile('default-values.yaml'),
+      '--set',
+      `image.repository=${repository}`,
+      '--set',
+      `image.digest=${imageDigest}`,
+    ];
+    const fromRegistry = await helmOci([
+      'template',
+      'prod',
+      `oci://${registry.host}/charts/gengate`,
+      '--version',
+      chartVersion,
+      '--plain-http',
+      '--namespace',
+      'gateways',
+      ...values,
+    ]);
+    pulledChart = parseManifests(fromRegistry.stdout);
+    expect(pulledChart).toEqual(render(values));
+    expect(chartContainer(pulledChart).image).toBe(`${repository}@${imageDigest}`);
+    report(
+      `image and chart pushed and the chart pulled back in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+    );
+  });
+
+  it("runs the image pulled back by digest, and the pulled chart's helm test passes against it", async () => {
+    expect(imageDigest, 'the push above failed').not.toBe('');
+    const started = performance.now();
+    const reference = chartContainer(pulledChart).image;
+    await podman.run(['pull', '--tls-verify=false', reference]);
+    try {
+      const pulled = await podman.run(['image', 'inspect', '--format', '{{json .RepoDigests}}', reference]);
+      expect(JSON.parse(pulled.stdout)).toContain(reference);
+
+      const gateway = await startGatewayContainer(reference);
+      try {
+        const testPod = pulledChart.find((manifest) => manifest.kind === 'Pod') as unknown as {
+          spec: { containers: { image: string; command: string[]; args: string[] }[] };
+        };
+        const [test] = testPod.spec.containers;
+        expect(test!.image).toBe(reference);
+        // The pod's command as the kubelet runs it, with the Services' addresses on loopback instead.
+        const runTest = (gatewayUrl: string) =>
+          podman.run([
+            'run',
+            '--rm',
+            ...RUN_AS_THE_CHART,
+            '--network=host',
+            `--env=GENGATE_ADMIN_URL=${gateway.adminUrl}`,
+            `--env=GENGATE_GATEWAY_URL=${gatewayUrl}`,
+            test!.image,
+            ...test!.command,
+            ...test!.args,
+          ]);
+        const passed = await runTest(gateway.gatewayUrl);
+        expect(passed.stdout).toBe(
+          `ok: ${gateway.adminUrl}/readyz is ready; ${gateway.gatewayUrl} refuses a request without a key (401 missing_api_key)\n`,
+        );
+        // Pointed at something that is not gengate's gateway (its admin port), the test fails.
+        const failed: unknown = await runTest(gateway.adminUrl).catch((error: unknown) => error);
+        expect(String((failed as { stderr?: string }).stderr)).toContain(
+          `helm test failed: ${gateway.adminUrl}/v1/account/usage answered 404, not 401`,
+        );
+      } finally {
+        await gateway.remove();
+      }
+    } finally {
+      // The pulled image has layers of its own (the registry keeps them compressed): not kept for the next run.
+      await podman.run(['image', 'rm', reference]);
+    }
+    report(
+      `image pulled by digest and run, helm test run, in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+    );
+  });
+});
+
+interface GatewayContainer {
+  container: string;
+  gatewayUrl: string;
+  adminUrl: string;
+  tenantKey: string;
+  remove(): Promise<void>;
+}
+
+let containers = 0;
+
+/** `image` run as the chart runs it, on loopback with the built-in simulator; resolves once it is ready. */
+/**
+ * `image` run as the chart runs it, on loopback with the built-in simulator as its upstream and one
+ * tenant; resolves once it is ready. `store` (default: memory) and extra `--volume`s are the caller's.
+ */
+async function startGatewayContainer(
+  image: string,
+  options: { store?: unknown; volumes?: string[] } = {},
+): Promise<GatewayContainer> {
+  const [gatewayPort, adminPort, simulatorPort] = [await freePort(), await freePort(), await freePort()];
+  const tenantKey = generateTenantKey();
+  const configDir = await mkdtemp(join(scratch, 'etc-'));
+  const config = {
+    server: { host: '127.0.0.1', port: gatewayPort },
+    admin: { host: '127.0.0.1', port: adminPort },
+    upstream: {
+      baseUrl: `http://127.0.0.1:${simulatorPort}`,
+      credentials: { shared: { env: 'SHARED_TOKEN' } },
+    },
+    simulator: { enabled: true, host: '127.0.0.1', port: simulatorPort },
+    store: options.store ?? { kind: 'memory' },
+    tenants: [
+      { id: 'team-a', credential: 'shared', keys: [{ sha256: tenantKey.sha256, prefix: tenantKey.prefix }] },
+    ],
+  };
+  await writeFile(join(configDir, 'gengate.yaml'), stringifyYaml(config), { mode: 0o644 });
+  // Readable by the container's uid, as a mounted ConfigMap is.
+  await chmod(configDir, 0o755);
+  const container = `gengate-image-test-${process.pid}-${++containers}`;
+  const remove = async () => {
+    await podman.run(['rm', '--force', '--ignore', container]);
+  };
+  const adminUrl = `http://127.0.0.1:${adminPort}`;
+  try {
+    await podman.run([
+      'run',
+      '--detach',
+      `--name=${container}`,
+      ...RUN_AS_THE_CHART,
+      '--network=host',
+      `--volume=${configDir}:/etc/gengate:ro`,
+      ...(options.volumes ?? []).map((volume) => `--volume=${volume}`),
+      '--env=SHARED_TOKEN=upstream-token-of-the-test',
+      image,
+    ]);
+    await waitFor(
+      'the container to be ready',
+      async () => (await fetch(`${adminUrl}/readyz`).catch(() => undefined))?.status === 200,
+      30_000,
+    );
+  } catch (error) {
+    await remove();
+    throw error;
+  }
+  return {
+    container,
+    gatewayUrl: `http://127.0.0.1:${gatewayPort}`,
+    adminUrl,
+    tenantKey: tenantKey.key,
+    remove,
+  };
+}
+
+interface ChartPodSpec {
+  containers: { volumeMounts: { name: string; mountPath: string }[] }[];
+  volumes: { name: string; projected?: { sources: { secret: { items: { path: string }[] } }[] } }[];
+}
+
+interface ChartContainer {
+  image: string;
+  command?: string[];
+  args?: string[];
+}
+
+/** The gengate container of the Deployment the chart renders. */
+function chartContainer(manifests: readonly Manifest[]): ChartContainer {
+  const deployment = findManifest(manifests, 'Deployment') as unknown as {
+    spec: { template: { spec: { containers: (ChartContainer & { name: string })[] } } };
+  };
+  return deployment.spec.template.spec.containers.find((container) => container.name === 'gengate')!;
+}
 
 /** The needles found anywhere in `image`'s layers, read uncompressed from `podman save`'s archive. */
 async function needlesInLayers(image: string, needles: string[]): Promise<string[]> {

@@ -24,6 +24,19 @@ alone when it already contains the chart name (a release called "gengate" gives 
 {{- end }}
 
 {{/*
+The full name with a suffix ("metrics", "redis", "dashboard-overview"...), as a name of another object of
+the release: the full name is shortened first so that the suffix always survives, which keeps every name
+within 63 characters and distinct from the others, whatever the release name or fullnameOverride.
+Call it with (list $ "suffix").
+*/}}
+{{- define "gengate.suffixedName" -}}
+{{- $root := index . 0 }}
+{{- $suffix := index . 1 }}
+{{- $fullname := include "gengate.fullname" $root | trunc (int (sub 62 (len $suffix))) | trimSuffix "-" }}
+{{- printf "%s-%s" $fullname $suffix }}
+{{- end }}
+
+{{/*
 Chart name and version, as the helm.sh/chart label wants them.
 */}}
 {{- define "gengate.chart" -}}
@@ -48,6 +61,15 @@ immutable).
 {{- define "gengate.selectorLabels" -}}
 app.kubernetes.io/name: {{ include "gengate.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/*
+Labels of the helm test pod: the release's, but never both selector labels, so that neither Service
+sends it traffic nor a policy of the gateway's pods applies to it.
+*/}}
+{{- define "gengate.testSelectorLabels" -}}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: test
 {{- end }}
 
 {{- define "gengate.serviceAccountName" -}}
@@ -90,7 +112,7 @@ The Secret holding the upstream tokens (the chart's or existingSecret), or nothi
 {{- if .Values.upstreamCredentials.existingSecret }}
 {{- .Values.upstreamCredentials.existingSecret }}
 {{- else if .Values.upstreamCredentials.tokens }}
-{{- printf "%s-upstream" (include "gengate.fullname" .) }}
+{{- include "gengate.suffixedName" (list . "upstream") }}
 {{- end }}
 {{- end }}
 
@@ -101,7 +123,35 @@ The Secret and key holding the Redis URL (the chart's or existingSecret), or not
 {{- if .Values.redis.existingSecret }}
 {{- .Values.redis.existingSecret }}
 {{- else if .Values.redis.url }}
-{{- printf "%s-redis" (include "gengate.fullname" .) }}
+{{- include "gengate.suffixedName" (list . "redis") }}
+{{- end }}
+{{- end }}
+
+{{/*
+Where the Redis password and CA certificates are mounted, from redis.passwordSecret and redis.tls.caSecret.
+*/}}
+{{- define "gengate.redisCredentialsPath" -}}/var/run/secrets/gengate/redis{{- end }}
+
+{{/*
+What config.store.redis gets of redis.passwordSecret, redis.username and redis.tls: the files gengate reads
+(the values stay in their Secrets), and TLS when asked for or when a CA is given.
+*/}}
+{{- define "gengate.redisSecurityConfig" -}}
+{{- with .Values.redis.username }}
+username: {{ . | quote }}
+{{- end }}
+{{- if .Values.redis.passwordSecret }}
+passwordFile: {{ include "gengate.redisCredentialsPath" . }}/password
+{{- end }}
+{{- $tls := .Values.redis.tls }}
+{{- if or $tls.enabled $tls.caSecret }}
+tls:
+  {{- if $tls.caSecret }}
+  caFile: {{ include "gengate.redisCredentialsPath" . }}/ca.crt
+  {{- end }}
+  {{- with $tls.serverName }}
+  serverName: {{ . | quote }}
+  {{- end }}
 {{- end }}
 {{- end }}
 
@@ -126,10 +176,43 @@ replicas on a memory store, or a Redis store with no address.
 {{- if not (or .Values.redis.url .Values.redis.existingSecret $redis.url $redis.nodes) }}
 {{- fail "config.store.kind redis needs a Redis: set redis.url, redis.existingSecret, or config.store.redis.nodes for a Redis Cluster (docs/deploy.md, \"Redis\")" }}
 {{- end }}
+{{- if regexMatch "^rediss?://[^/@]*:[^/@]*@" ($redis.url | default "") }}
+{{- fail "config.store.redis.url carries a password, which the ConfigMap would hold in plain text: put the URL in a Secret and name it with redis.existingSecret (or give it as redis.url, which the chart keeps in a Secret), or name a Secret holding the password alone with redis.passwordSecret (docs/deploy.md, \"Redis\")" }}
+{{- end }}
+{{- $_ := set $store "redis" (merge $redis (include "gengate.redisSecurityConfig" . | fromYaml)) }}
 {{- end }}
 {{- if not (hasKey $store "replicas") }}
 {{- $_ := set $store "replicas" (max $maxReplicas 1) }}
 {{- end }}
 {{- $_ := set $config "store" $store }}
 {{- toYaml $config }}
+{{- end }}
+
+{{/*
+Whether the platform assigns the pods' uid, gid and fsGroup (OpenShift's restricted SCCs refuse fixed
+ones): openshift.adaptSecurityContext force, or auto on a cluster that serves security.openshift.io/v1.
+*/}}
+{{- define "gengate.platformAssignsIds" -}}
+{{- $mode := .Values.openshift.adaptSecurityContext }}
+{{- if or (eq $mode "force") (and (eq $mode "auto") (.Capabilities.APIVersions.Has "security.openshift.io/v1")) }}true{{ end }}
+{{- end }}
+
+{{/*
+The pods' and the containers' security contexts from the values, without the fixed ids where the platform
+assigns them.
+*/}}
+{{- define "gengate.podSecurityContext" -}}
+{{- if include "gengate.platformAssignsIds" . }}
+{{- toYaml (omit .Values.podSecurityContext "runAsUser" "runAsGroup" "fsGroup") }}
+{{- else }}
+{{- toYaml .Values.podSecurityContext }}
+{{- end }}
+{{- end }}
+
+{{- define "gengate.containerSecurityContext" -}}
+{{- if include "gengate.platformAssignsIds" . }}
+{{- toYaml (omit .Values.securityContext "runAsUser" "runAsGroup") }}
+{{- else }}
+{{- toYaml .Values.securityContext }}
+{{- end }}
 {{- end }}

@@ -10,7 +10,7 @@ The job label of the release's series: the metrics Service's name, which the Ser
 gives as job (the Prometheus Operator's default), unless metrics.selector.job says otherwise.
 */}}
 {{- define "gengate.monitoring.job" -}}
-{{- default (printf "%s-metrics" (include "gengate.fullname" .)) .Values.metrics.selector.job }}
+{{- default (include "gengate.suffixedName" (list . "metrics")) .Values.metrics.selector.job }}
 {{- end }}
 
 {{- define "gengate.monitoring.namespace" -}}

@@ -2,7 +2,8 @@
 // or slow Redis longer than `commandTimeoutMs`. Commands fail at once while disconnected (no offline
 // queue), are never re-sent after a connection loss (a script that may have run must not run twice), and
 // reconnection happens in the background with a capped backoff.
-import { Cluster, Redis } from 'ioredis';
+import { readFile } from 'node:fs/promises';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { DEFAULT_REDIS_URL } from '../../config/schema.ts';
 import { coalesceWrites } from './coalesce-writes.ts';
 
@@ -20,6 +21,38 @@ export interface RedisConnectionOptions {
   nodes?: RedisNodeAddress[];
   keyPrefix: string;
   commandTimeoutMs: number;
+  /** TLS and authentication for the single Redis or every Cluster node: redisSecurityOptions() builds it. */
+  security?: RedisSecurityOptions;
+}
+
+/** What the configuration says of TLS and authentication (store.redis). */
+export interface RedisSecurityConfig {
+  username?: string;
+  /** A file holding the password: a Kubernetes Secret mounted as a file keeps it out of the ConfigMap. */
+  passwordFile?: string;
+  /** TLS on (a rediss:// URL turns it on too); caFile: the CA certificates (PEM) of the server's. */
+  tls?: { caFile?: string; serverName?: string };
+}
+
+export type RedisSecurityOptions = Pick<RedisOptions, 'username' | 'password' | 'tls'>;
+
+/**
+ * The ioredis options for the configured TLS and password, the files read once (at start-up). A password
+ * in a single Redis's URL wins over passwordFile, as ioredis reads the URL first.
+ */
+export async function redisSecurityOptions(config: RedisSecurityConfig): Promise<RedisSecurityOptions> {
+  const options: RedisSecurityOptions = {};
+  if (config.username !== undefined) options.username = config.username;
+  if (config.passwordFile !== undefined)
+    options.password = (await readFile(config.passwordFile, 'utf8')).trim();
+  if (config.tls !== undefined) {
+    const { caFile, serverName } = config.tls;
+    options.tls = {
+      ...(caFile === undefined ? {} : { ca: await readFile(caFile, 'utf8') }),
+      ...(serverName === undefined ? {} : { servername: serverName }),
+    };
+  }
+  return options;
 }
 
 /** The subset of a pino logger the connection needs. */
@@ -54,6 +87,7 @@ export function createRedisConnection(
   logger?: StoreLogger,
 ): RedisConnection {
   const perNode = {
+    ...options.security,
     commandTimeout: options.commandTimeoutMs,
     connectTimeout: CONNECT_TIMEOUT_MS,
     enableOfflineQueue: false,

@@ -9,7 +9,12 @@ import type { StoreBackend } from '../gateway-store.ts';
 import type { StoreMetrics } from '../metrics.ts';
 import { createRedisAdmission } from './admission.ts';
 import { createConnectionBreaker } from './circuit-breaker.ts';
-import { createRedisConnection, waitUntilConnected, type StoreLogger } from './connection.ts';
+import {
+  createRedisConnection,
+  redisSecurityOptions,
+  waitUntilConnected,
+  type StoreLogger,
+} from './connection.ts';
 import { createRedisOwnershipStore, defineUndoClaim } from './ownership-store.ts';
 import { createRedisRateLimiter } from './rate-limiter.ts';
 import { createStoreClock, learnClockOnConnect } from './store-clock.ts';
@@ -36,6 +41,7 @@ export async function openRedisStore(
       ...(store.redis.nodes === undefined ? {} : { nodes: store.redis.nodes }),
       keyPrefix: store.redis.keyPrefix,
       commandTimeoutMs: store.redis.commandTimeoutMs,
+      security: await redisSecurityOptions(store.redis),
     },
     deps.logger,
   );

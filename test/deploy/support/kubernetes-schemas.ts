@@ -6,11 +6,12 @@
 //   excess-property checks refuse every field the API does not have, at any depth.
 import path from 'node:path';
 import ts from 'typescript';
-import { ConfigMap, Secret, Service, ServiceAccount } from 'kubernetes-models/v1';
+import { ConfigMap, Pod, Secret, Service, ServiceAccount } from 'kubernetes-models/v1';
 import { Deployment } from 'kubernetes-models/apps/v1';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
-import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
+import { Ingress, NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
+import { HTTPRoute } from '@kubernetes-models/gateway-api/gateway.networking.k8s.io/v1';
 import {
   PrometheusRule,
   ServiceMonitor,
@@ -29,6 +30,7 @@ const KUBERNETES_MODELS: Readonly<Record<string, KubernetesModel>> = {
   'v1/ConfigMap': { module: 'kubernetes-models/v1', model: ConfigMap, interfaceName: 'IConfigMap' },
   'v1/Secret': { module: 'kubernetes-models/v1', model: Secret, interfaceName: 'ISecret' },
   'v1/Service': { module: 'kubernetes-models/v1', model: Service, interfaceName: 'IService' },
+  'v1/Pod': { module: 'kubernetes-models/v1', model: Pod, interfaceName: 'IPod' },
   'v1/ServiceAccount': {
     module: 'kubernetes-models/v1',
     model: ServiceAccount,
@@ -53,6 +55,16 @@ const KUBERNETES_MODELS: Readonly<Record<string, KubernetesModel>> = {
     module: 'kubernetes-models/networking.k8s.io/v1',
     model: NetworkPolicy,
     interfaceName: 'INetworkPolicy',
+  },
+  'networking.k8s.io/v1/Ingress': {
+    module: 'kubernetes-models/networking.k8s.io/v1',
+    model: Ingress,
+    interfaceName: 'IIngress',
+  },
+  'gateway.networking.k8s.io/v1/HTTPRoute': {
+    module: '@kubernetes-models/gateway-api/gateway.networking.k8s.io/v1',
+    model: HTTPRoute,
+    interfaceName: 'IHTTPRoute',
   },
   'monitoring.coreos.com/v1/ServiceMonitor': {
     module: '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1',
