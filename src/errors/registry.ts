@@ -19,6 +19,8 @@ export const ERROR_CODES = {
   request_not_found: { status: 404, type: 'not_found_error' },
   method_not_allowed: { status: 405, type: 'not_found_error' },
   request_id_conflict: { status: 409, type: 'conflict_error' },
+  expectation_failed: { status: 417, type: 'validation_error' },
+  idempotency_key_reused: { status: 422, type: 'conflict_error' },
   request_timeout: { status: 408, type: 'validation_error' },
   payload_too_large: { status: 413, type: 'validation_error' },
   unsupported_media_type: { status: 415, type: 'validation_error' },
@@ -28,6 +30,8 @@ export const ERROR_CODES = {
   upstream_rate_limited: { status: 429, type: 'rate_limit_error' },
   internal_error: { status: 500, type: 'unavailable_error' },
   upstream_unavailable: { status: 502, type: 'upstream_error' },
+  upstream_invalid_response: { status: 502, type: 'upstream_error' },
+  upstream_credential_rejected: { status: 502, type: 'upstream_error' },
   store_unavailable: { status: 503, type: 'unavailable_error' },
   overloaded: { status: 503, type: 'unavailable_error' },
   upstream_timeout: { status: 504, type: 'upstream_error' },
@@ -175,6 +179,16 @@ export const NAMED_ERRORS = {
       `a submission with requestId ${requestId} is still in progress or its outcome is unknown; ` +
       'poll it, or submit with another requestId',
   },
+  request_id_reused: {
+    code: 'idempotency_key_reused',
+    message: ({ requestId }: { requestId: string }) =>
+      `requestId ${requestId} was already used with another body or on another route; ` +
+      'submit with another requestId',
+  },
+  expectation_not_supported: {
+    code: 'expectation_failed',
+    message: 'the only expectation this gateway meets is 100-continue',
+  },
   request_timeout: { code: 'request_timeout', message: 'the request was not received in time' },
   payload_too_large: {
     code: 'payload_too_large',
@@ -224,6 +238,18 @@ export const NAMED_ERRORS = {
   upstream_response_too_large: {
     code: 'upstream_unavailable',
     message: 'the generation service sent a response larger than allowed',
+  },
+  upstream_not_json: {
+    code: 'upstream_invalid_response',
+    message: 'the generation service sent a response that is not JSON',
+  },
+  upstream_foreign_record: {
+    code: 'upstream_invalid_response',
+    message: 'the generation service answered about another request than the one asked for',
+  },
+  upstream_credential_rejected: {
+    code: 'upstream_credential_rejected',
+    message: "the generation service refused this gateway's own credential; your API key is not at fault",
   },
   rate_limit_store_unavailable: {
     code: 'store_unavailable',

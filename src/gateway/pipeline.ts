@@ -15,6 +15,7 @@
 //   policy           enforcePolicy (gateway/policy-hook.ts)               preHandler, POST routes
 //   admission        admit (gateway/admit.ts)                             preHandler, route
 //   forward          handlerFor(route) (gateway/routes.ts)                handler
+//   private answer   markAnswerPrivate (gateway/private-answers.ts)       onSend, app
 //   record: claim    settleClaim (gateway/ownership-hooks.ts)             onSend, POST routes
 //   observe          the request observer, then the served-request count  onResponse, app then route
 //                    (countServedRequest, gateway/routes.ts)
@@ -36,11 +37,13 @@ import { GATEWAY_ROUTES } from '../routing/route-table.ts';
 import { draining } from '../server/draining.ts';
 import type { GatewayStore } from '../store/gateway-store.ts';
 import type { UpstreamClient } from '../upstream/client.ts';
+import { createCredentialHealth, type CredentialHealth } from '../upstream/credential-health.ts';
 import { createAdmitHook } from './admit.ts';
 import { installAuthFailureGuard } from './auth-failure-guard.ts';
 import { jsonBodyParser } from './json-body-parser.ts';
 import { createOwnershipHooks } from './ownership-hooks.ts';
 import { createPolicyHook } from './policy-hook.ts';
+import { markAnswerPrivate } from './private-answers.ts';
 import { admitRequestHead } from './request-head.ts';
 import { requestObserver } from './request-observer.ts';
 import { requestState } from './request-state.ts';
@@ -59,6 +62,8 @@ export interface GatewayParts {
   upstream: UpstreamClient;
   /** Rate limits, usage, request ownership and admission, opened and closed by the caller. */
   store: GatewayStore;
+  /** Shared with the start-up checks of the credentials; the pipeline makes its own when absent. */
+  credentialHealth?: CredentialHealth;
   now?: () => number;
 }
 
@@ -76,6 +81,7 @@ export function installGatewayPipeline(
   void app.register(loadShedding, { settings: config.server.overload, metrics: parts.metrics });
   void app.register(requestObserver, { metrics: parts.metrics, logPrompts: config.logging.prompts });
   app.addHook('onRequest', admitRequestHead);
+  app.addHook('onSend', markAnswerPrivate);
   void app.register(jsonBodyParser, { bodyLimitBytes: config.server.bodyLimitBytes });
   void app.register(validationFailureCounter, { metrics: parts.metrics });
 
@@ -88,6 +94,9 @@ export function installGatewayPipeline(
     limiter: parts.store.limiter,
     authFailures: installAuthFailureGuard(app, config.server.authenticationFailures),
     metrics: parts.metrics,
+    credentialHealth:
+      parts.credentialHealth ??
+      createCredentialHealth(parts.metrics, Object.keys(config.upstream.credentials)),
     now: parts.now ?? Date.now,
   });
   const enforcePolicy = createPolicyHook(parts.metrics);

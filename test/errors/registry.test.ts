@@ -57,6 +57,11 @@ const SAMPLES: { [Name in ErrorName]: [message: string, ...args: ErrorArguments<
       'with another requestId',
     { requestId: 'r-1' },
   ],
+  request_id_reused: [
+    'requestId r-1 was already used with another body or on another route; submit with another requestId',
+    { requestId: 'r-1' },
+  ],
+  expectation_not_supported: ['the only expectation this gateway meets is 100-continue'],
   request_timeout: ['the request was not received in time'],
   payload_too_large: ['the request body is larger than this gateway accepts'],
   content_type_not_json: ['request bodies must be application/json'],
@@ -77,6 +82,11 @@ const SAMPLES: { [Name in ErrorName]: [message: string, ...args: ErrorArguments<
   upstream_unreachable: ['the generation service could not be reached'],
   upstream_invalid_status: ['the generation service sent an invalid status'],
   upstream_response_too_large: ['the generation service sent a response larger than allowed'],
+  upstream_not_json: ['the generation service sent a response that is not JSON'],
+  upstream_foreign_record: ['the generation service answered about another request than the one asked for'],
+  upstream_credential_rejected: [
+    "the generation service refused this gateway's own credential; your API key is not at fault",
+  ],
   rate_limit_store_unavailable: ['the rate-limit store is unavailable; retry shortly'],
   ownership_store_unavailable: ['the request ownership store is unavailable; retry shortly'],
   usage_store_unavailable: ['usage is unavailable while the store is; retry shortly'],

@@ -41,7 +41,7 @@ test('a create meets every step in the documented order', () => {
     onRequest: [...APP_WIDE_ON_REQUEST, 'admitRequestTarget', 'authenticate'],
     preValidation: ['validateRequestBody'],
     preHandler: ['enforcePolicy', 'admit'],
-    onSend: ['closeConnectionAfterResponse', 'addRequestIdHeader', 'settleClaim'],
+    onSend: ['closeConnectionAfterResponse', 'addRequestIdHeader', 'markAnswerPrivate', 'settleClaim'],
     onResponse: ['observeRequest', 'countServedRequest'],
     onError: ['countValidationFailures', 'showLimitsOnRefusal'],
   });
@@ -51,7 +51,7 @@ test('a read skips the body steps', () => {
   expect(hooksOf('/v1/account/usage (GET)')).toEqual({
     onRequest: [...APP_WIDE_ON_REQUEST, 'admitRequestTarget', 'authenticate'],
     preHandler: ['admit'],
-    onSend: ['closeConnectionAfterResponse', 'addRequestIdHeader'],
+    onSend: ['closeConnectionAfterResponse', 'addRequestIdHeader', 'markAnswerPrivate'],
     onResponse: ['observeRequest', 'countServedRequest'],
     onError: ['countValidationFailures', 'showLimitsOnRefusal'],
   });
