@@ -117,14 +117,14 @@ export const NAMED_ERRORS = {
     code: 'invalid_json',
     message: ({ maxValues }: { maxValues: number }) => `the request body holds more than ${maxValues} values`,
   },
+  // The member's path is the client's text: named once, bounded, in `param` (src/errors/echo.ts).
   body_reserved_member: {
     code: 'invalid_json',
-    message: ({ path }: { path: string }) =>
-      `${path} is a reserved member name (__proto__ and constructor are not accepted)`,
+    message: 'the member at param is a reserved member name (__proto__ and constructor are not accepted)',
   },
   body_duplicate_member: {
     code: 'invalid_json',
-    message: ({ path }: { path: string }) => `${path} appears more than once; member names must be unique`,
+    message: 'the member at param appears more than once; member names must be unique',
   },
   body_not_object: { code: 'invalid_json', message: 'the request body must be a JSON object' },
   field_repeated: {
@@ -133,7 +133,10 @@ export const NAMED_ERRORS = {
       `send one ${field} field, not several`,
   },
   invalid_parameter: { code: 'invalid_parameter', message: ({ problem }: { problem: string }) => problem },
-  unknown_parameter: { code: 'unknown_parameter', message: ({ problem }: { problem: string }) => problem },
+  unknown_parameter: {
+    code: 'unknown_parameter',
+    message: 'the body has members the service does not know; details names them',
+  },
   body_not_allowed: {
     code: 'body_not_allowed',
     message: ({ method }: { method: string }) => `${method} requests must not carry a body`,
