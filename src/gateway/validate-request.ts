@@ -16,7 +16,11 @@ function schemaViolation(problems: ValidationProblem[]): GatewayError {
   if (first === undefined) throw new Error('a failed validation reported no problem');
   const details = toErrorDetails(problems);
   if (first.kind === 'unknown_field') return gatewayError('unknown_parameter', { details });
-  return gatewayError('invalid_parameter', { problem: describeProblem(first) }, { param: first.param, details });
+  return gatewayError(
+    'invalid_parameter',
+    { problem: describeProblem(first) },
+    { param: first.param, details },
+  );
 }
 
 export function validateRequestBody(

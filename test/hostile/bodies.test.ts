@@ -64,11 +64,7 @@ describe('body bombs are refused before anything reaches the upstream', () => {
     const details = names
       .slice(0, MAX_EXPLAINED_PROBLEMS)
       .map((param) => ({ param, message: 'is not a known parameter' }));
-    expectRefused(
-      harness,
-      answer,
-      unknownMembers(details),
-    );
+    expectRefused(harness, answer, unknownMembers(details));
   });
 
   test('the gateway still serves', expectStillServing);

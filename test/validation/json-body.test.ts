@@ -82,7 +82,12 @@ describe('duplicate member names, at any depth and however spelt: 400 invalid_js
   });
 
   test('a duplicate in a video body too', async () => {
-    await expectInvalidJson('{"duration":5,"duration":60}', `the member at param ${unique}`, 'duration', VIDEOS);
+    await expectInvalidJson(
+      '{"duration":5,"duration":60}',
+      `the member at param ${unique}`,
+      'duration',
+      VIDEOS,
+    );
   });
 
   test('the same name in different objects, and names inside string values, are fine', async () => {
