@@ -10,6 +10,7 @@
 //   request head     admitRequestHead (gateway/request-head.ts)           onRequest, app
 //   target check     admitRequestTarget (gateway/request-target.ts)       onRequest, route
 //   authentication   authenticate (gateway/routes.ts)                     onRequest, route
+//   expect           continueWhenAllowed (gateway/expect-continue.ts)     preParsing, POST routes
 //   parse            jsonBodyParser (gateway/json-body-parser.ts)         content-type parser
 //   validate         validateRequestBody (gateway/validate-request.ts)    preValidation, POST routes
 //   policy           enforcePolicy (gateway/policy-hook.ts)               preHandler, POST routes
@@ -39,6 +40,7 @@ import type { GatewayStore } from '../store/gateway-store.ts';
 import type { UpstreamClient } from '../upstream/client.ts';
 import { createCredentialHealth, type CredentialHealth } from '../upstream/credential-health.ts';
 import { createAdmitHook } from './admit.ts';
+import { continueWhenAllowed, handExpectationsToTheApp } from './expect-continue.ts';
 import { installAuthFailureGuard } from './auth-failure-guard.ts';
 import { jsonBodyParser } from './json-body-parser.ts';
 import { createOwnershipHooks } from './ownership-hooks.ts';
@@ -74,6 +76,7 @@ export function installGatewayPipeline(
 ): void {
   installErrorHandling(app);
   answerConnectRequests(app.server, parts.logger);
+  handExpectationsToTheApp(app.server);
 
   // App-wide, for every request (routed or not), in this order.
   void app.register(requestState);
@@ -116,6 +119,7 @@ export function installGatewayPipeline(
       url: route.path,
       config: { gatewayRoute: route },
       onRequest: [admitRequestTarget, authenticate],
+      ...(takesBody ? { preParsing: continueWhenAllowed } : {}),
       ...(takesBody ? { preValidation: validateRequestBody } : {}),
       preHandler: takesBody ? [enforcePolicy, admit] : [admit],
       handler: handlerFor(route),

@@ -2,49 +2,98 @@
 // Idempotency-Key draft): the same route and the same body as the client sent it, before the tenant's
 // policy rewrote it (a policy changed by a reload does not make a repeat different), compared parsed:
 // spacing, escapes and member order do not count, numbers are compared by their exact value (`20`,
-// `20.0` and `2e1` are one number; 9223372036854775807 and 9223372036854775808 are two, though a double
+// `20.0` and `2e1` are one number; 9223372036854775807 and 9223372036854775806 are two, though a double
 // cannot tell them apart). The requestId itself is the key, not part of what it names.
-import { createHash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 import type { RouteId } from '../config/route-ids.ts';
 import { parseExactDecimal } from '../json/exact-decimal.ts';
 
-/** A number as its exact value, in one spelling: `-0.<significant digits>e<order>`, `0` for zero. */
+/** A number as its exact value, in one spelling: `0.<significant digits>e<order>`, signed; `0` for zero. */
 class CanonicalNumber {
   readonly text: string;
-  constructor(source: string) {
-    const { negative, digits, order } = parseExactDecimal(source);
-    this.text = digits === '' ? '0' : `${negative ? '-' : ''}0.${digits}e${order}`;
+  constructor(text: string) {
+    this.text = text;
   }
 }
 
-function exactNumbers(_key: string, value: unknown, context: JsonReviverContext): unknown {
-  return typeof value === 'number' ? new CanonicalNumber(context.source ?? String(value)) : value;
+// A plain integer that a double holds exactly: its canonical text without reading it digit by digit.
+const SMALL_INTEGER = /^-?(?:0|[1-9]\d{0,14})$/;
+const TRAILING_ZEROS = /0+$/;
+
+function canonicalNumber(source: string): CanonicalNumber {
+  if (SMALL_INTEGER.test(source)) {
+    const value = Number(source);
+    if (value === 0) return new CanonicalNumber('0');
+    const digits = String(Math.abs(value));
+    const sign = value < 0 ? '-' : '';
+    return new CanonicalNumber(`${sign}0.${digits.replace(TRAILING_ZEROS, '')}e${digits.length}`);
+  }
+  const { negative, digits, order } = parseExactDecimal(source);
+  return new CanonicalNumber(digits === '' ? '0' : `${negative ? '-' : ''}0.${digits}e${order}`);
 }
 
-/** Appends `value` in canonical form: members sorted by name, numbers by their exact value. */
-function writeCanonical(value: unknown, parts: string[]): void {
-  if (value instanceof CanonicalNumber) {
-    parts.push(value.text);
-  } else if (Array.isArray(value)) {
-    parts.push('[');
-    value.forEach((item: unknown, index) => {
-      if (index > 0) parts.push(',');
-      writeCanonical(item, parts);
-    });
-    parts.push(']');
-  } else if (typeof value === 'object' && value !== null) {
-    parts.push('{');
-    const object = value as Record<string, unknown>;
-    Object.keys(object)
-      .sort()
-      .forEach((name, index) => {
-        if (index > 0) parts.push(',');
-        parts.push(JSON.stringify(name), ':');
-        writeCanonical(object[name], parts);
-      });
-    parts.push('}');
-  } else {
-    parts.push(JSON.stringify(value));
+function exactNumbers(_key: string, value: unknown, context: JsonReviverContext): unknown {
+  return typeof value === 'number' ? canonicalNumber(context.source ?? String(value)) : value;
+}
+
+/** Text is gathered into pieces of about this many code units before each is hashed. */
+const HASHED_PIECE_LENGTH = 65_536;
+
+/**
+ * Writes a value's canonical form into a hash: members sorted by name, numbers as above, each string as
+ * its length and its text (no escaping to undo or get wrong). The hash reads UTF-8, which cannot carry
+ * a lone surrogate (`"\ud800"` in JSON): such a string is written as JSON.stringify escapes it, marked.
+ */
+class CanonicalWriter {
+  readonly #hash: Hash;
+  #pending = '';
+
+  constructor(hash: Hash) {
+    this.#hash = hash;
+  }
+
+  write(value: unknown): void {
+    if (value instanceof CanonicalNumber) {
+      this.#append(`n${value.text};`);
+    } else if (typeof value === 'string') {
+      this.#writeString(value);
+    } else if (Array.isArray(value)) {
+      this.#append('[');
+      for (const item of value as unknown[]) this.write(item);
+      this.#append(']');
+    } else if (typeof value === 'object' && value !== null) {
+      const object = value as Record<string, unknown>;
+      this.#append('{');
+      for (const name of Object.keys(object).sort()) {
+        this.#writeString(name);
+        this.write(object[name]);
+      }
+      this.#append('}');
+    } else {
+      // true, false, null
+      this.#append(`${String(value)};`);
+    }
+  }
+
+  digest(): string {
+    this.#flush();
+    return this.#hash.digest('base64url');
+  }
+
+  #writeString(text: string): void {
+    const written = text.isWellFormed() ? text : JSON.stringify(text);
+    this.#append(`${written === text ? 's' : 'j'}${written.length}:`);
+    this.#append(written);
+  }
+
+  #append(text: string): void {
+    this.#pending += text;
+    if (this.#pending.length >= HASHED_PIECE_LENGTH) this.#flush();
+  }
+
+  #flush(): void {
+    this.#hash.update(this.#pending, 'utf8');
+    this.#pending = '';
   }
 }
 
@@ -56,7 +105,8 @@ function writeCanonical(value: unknown, parts: string[]): void {
 export function submissionFingerprint(route: RouteId, clientBody: Buffer): string {
   const parsed = JSON.parse(clientBody.toString('utf8'), exactNumbers) as Record<string, unknown>;
   delete parsed.requestId;
-  const parts: string[] = [route, '\n'];
-  writeCanonical(parsed, parts);
-  return createHash('sha256').update(parts.join('')).digest('base64url');
+  const writer = new CanonicalWriter(createHash('sha256'));
+  writer.write(route);
+  writer.write(parsed);
+  return writer.digest();
 }

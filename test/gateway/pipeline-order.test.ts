@@ -39,6 +39,7 @@ const APP_WIDE_ON_REQUEST = [
 test('a create meets every step in the documented order', () => {
   expect(hooksOf('/v1/images/generations (POST)')).toEqual({
     onRequest: [...APP_WIDE_ON_REQUEST, 'admitRequestTarget', 'authenticate'],
+    preParsing: ['continueWhenAllowed'],
     preValidation: ['validateRequestBody'],
     preHandler: ['enforcePolicy', 'admit'],
     onSend: ['closeConnectionAfterResponse', 'addRequestIdHeader', 'markAnswerPrivate', 'settleClaim'],
