@@ -8,7 +8,10 @@ import { createHash, type Hash } from 'node:crypto';
 import type { RouteId } from '../config/route-ids.ts';
 import { parseExactDecimal } from '../json/exact-decimal.ts';
 
-/** A number as its exact value, in one spelling: `0.<significant digits>e<order>`, signed; `0` for zero. */
+/**
+ * A number as its exact value, in one spelling: `i<integer>` for an integer of at most 15 digits (the
+ * common case, read without a decimal), else `d<sign>0.<significant digits>e<order>`.
+ */
 class CanonicalNumber {
   readonly text: string;
   constructor(text: string) {
@@ -16,20 +19,19 @@ class CanonicalNumber {
   }
 }
 
-// A plain integer that a double holds exactly: its canonical text without reading it digit by digit.
-const SMALL_INTEGER = /^-?(?:0|[1-9]\d{0,14})$/;
-const TRAILING_ZEROS = /0+$/;
+// Written as an integer of at most 15 digits: its own text is its canonical one (but for "-0").
+const PLAIN_INTEGER = /^-?(?:0|[1-9]\d{0,14})$/;
+const MAX_INTEGER_DIGITS = 15;
 
 function canonicalNumber(source: string): CanonicalNumber {
-  if (SMALL_INTEGER.test(source)) {
-    const value = Number(source);
-    if (value === 0) return new CanonicalNumber('0');
-    const digits = String(Math.abs(value));
-    const sign = value < 0 ? '-' : '';
-    return new CanonicalNumber(`${sign}0.${digits.replace(TRAILING_ZEROS, '')}e${digits.length}`);
-  }
+  if (PLAIN_INTEGER.test(source)) return new CanonicalNumber(source === '-0' ? 'i0' : `i${source}`);
   const { negative, digits, order } = parseExactDecimal(source);
-  return new CanonicalNumber(digits === '' ? '0' : `${negative ? '-' : ''}0.${digits}e${order}`);
+  if (digits === '') return new CanonicalNumber('i0');
+  const sign = negative ? '-' : '';
+  if (order >= digits.length && order <= MAX_INTEGER_DIGITS) {
+    return new CanonicalNumber(`i${sign}${digits}${'0'.repeat(order - digits.length)}`);
+  }
+  return new CanonicalNumber(`d${sign}0.${digits}e${order}`);
 }
 
 function exactNumbers(_key: string, value: unknown, context: JsonReviverContext): unknown {
