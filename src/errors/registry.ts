@@ -117,7 +117,7 @@ export const NAMED_ERRORS = {
     code: 'invalid_json',
     message: ({ maxValues }: { maxValues: number }) => `the request body holds more than ${maxValues} values`,
   },
-  // The member's path is the client's text: named once, bounded, in `param` (src/errors/echo.ts).
+  // The member's path is the client's text: named once, bounded, in `param` (src/json/echoed-name.ts).
   body_reserved_member: {
     code: 'invalid_json',
     message: 'the member at param is a reserved member name (__proto__ and constructor are not accepted)',

@@ -1,7 +1,7 @@
 // Compiles the request schemas of src/maxai/schemas.ts once and explains failures the way a developer
 // wants to read them: one problem per field, dotted paths, the most useful problem first.
 import { Ajv, type AnySchema, type ErrorObject } from 'ajv';
-import { echoedName } from '../errors/echo.ts';
+import { echoedName } from '../json/echoed-name.ts';
 import { compareDecimals, isWholeDecimal, parseExactDecimal } from '../json/exact-decimal.ts';
 import { NumberTexts, exactNumberAt } from '../json/number-texts.ts';
 import type { ErrorDetail } from './envelope.ts';
@@ -157,7 +157,7 @@ function toProblem(error: ErrorObject): ValidationProblem {
         kind: 'required',
       };
     case 'additionalProperties':
-      // The client's own name, echoed bounded (src/errors/echo.ts).
+      // The client's own name, echoed bounded (src/json/echoed-name.ts).
       return {
         param: pathOf(error.instancePath, echoedName(String(params.additionalProperty))),
         message: UNKNOWN_FIELD_MESSAGE,

@@ -4,7 +4,7 @@
 // rounded double) and where each top-level member's value sits, so that a rewrite splices new values
 // into the client's bytes: every number, escape and space the client wrote reaches the upstream as
 // written, rewritten or not. The parse itself is plain JSON.parse.
-import { echoedName } from '../errors/echo.ts';
+import { echoedName } from '../json/echoed-name.ts';
 import { gatewayError } from '../errors/registry.ts';
 import { NumberTexts, type MemberNumberTexts } from '../json/number-texts.ts';
 import {

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { buildAdminApp } from '../../src/admin/app.ts';
 import { createReadiness } from '../../src/admin/readiness.ts';
-import { MAX_ECHOED_NAME_LENGTH } from '../../src/errors/echo.ts';
+import { MAX_ECHOED_NAME_LENGTH } from '../../src/json/echoed-name.ts';
 import { createMetrics } from '../../src/observability/metrics.ts';
 import { useGatewayHarness } from '../support/gateway-harness.ts';
 import { sendRaw } from '../support/raw-http.ts';
