@@ -4,6 +4,7 @@
 // shown to the tenant as a problem with its key; the upstream's rate limiting is answered by gengate.
 import type { RouteId } from '../config/route-ids.ts';
 import { gatewayError, type GatewayError } from '../errors/registry.ts';
+import * as Char from '../json/char-codes.ts';
 import { canonicalRequestId } from '../ownership/store.ts';
 import { readRecordSummary } from '../usage/record-summary.ts';
 import type { UpstreamResponse } from './client.ts';
@@ -52,9 +53,15 @@ function isJsonObject(response: UpstreamResponse): boolean {
   const { body } = response;
   for (let index = 0; index < body.length; index += 1) {
     const byte = body[index];
-    // JSON's whitespace: space, tab, line feed, carriage return.
-    if (byte === 0x20 || byte === 0x09 || byte === 0x0a || byte === 0x0d) continue;
-    return byte === 0x7b;
+    if (
+      byte === Char.SPACE ||
+      byte === Char.TAB ||
+      byte === Char.LINE_FEED ||
+      byte === Char.CARRIAGE_RETURN
+    ) {
+      continue;
+    }
+    return byte === Char.OPEN_OBJECT;
   }
   return false;
 }
