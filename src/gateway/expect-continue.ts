@@ -4,14 +4,17 @@
 // Both now go through the pipeline like any request: another expectation is refused by the request head
 // (src/gateway/request-head.ts, 417 expectation_failed), and 100 Continue is sent only once the request
 // is known to be allowed as far as can be judged without its body: its head and route, its key, the
-// tenant's policy for the route (video generation off), its media type and declared size. A request
-// refused before that gets the refusal, and its body is never asked for. The judgments that need the
-// body (the schema, the policy's per-field rules, the request id, the limits' cost) follow it.
+// tenant's policy for the route (video generation off), its limits' room for the smallest request the
+// route can make, its media type and declared size. A request refused before that gets the refusal, and
+// its body is never asked for. The judgments that need the body (the schema, the policy's per-field
+// rules, the request id, the limits' charge of its real cost) follow it.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import type { PolicyRoute } from '../policy/outcome.ts';
 import { routeRejection } from '../policy/rules.ts';
+import type { RateLimiter } from '../ratelimit/types.ts';
+import { assertRoomBeforeBody } from './limits.ts';
 import { policyViolation } from './policy-hook.ts';
 import { routeOf, tenantOf } from './request-state.ts';
 
@@ -60,20 +63,25 @@ class BodyOnContinue extends Readable {
   }
 }
 
-/** preParsing of the create routes: refuses what can be refused without the body, then asks for it. */
-export function continueWhenAllowed(
-  request: FastifyRequest,
-  reply: FastifyReply,
-  payload: Readable,
-  done: (error: Error | null, payload?: Readable) => void,
-): void {
-  if (!expectsContinue(request.raw)) {
-    done(null, payload);
-    return;
-  }
-  const route = routeOf(request).id;
-  if (route !== 'images.create' && route !== 'videos.create') throw new Error('a body on a read route');
-  const rejection = routeRejection(tenantOf(request).policy, route satisfies PolicyRoute);
-  if (rejection !== undefined) throw policyViolation(rejection);
-  done(null, new BodyOnContinue(request.raw, reply.raw));
+/** The preParsing step of the create routes: refuses what can be refused without the body, then asks for it. */
+export function createContinueGate(limiter: RateLimiter) {
+  return function continueWhenAllowed(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    payload: Readable,
+    done: (error: Error | null, payload?: Readable) => void,
+  ): void {
+    if (!expectsContinue(request.raw)) {
+      done(null, payload);
+      return;
+    }
+    const route = routeOf(request).id;
+    const tenant = tenantOf(request);
+    if (route !== 'images.create' && route !== 'videos.create') throw new Error('a body on a read route');
+    const rejection = routeRejection(tenant.policy, route satisfies PolicyRoute);
+    if (rejection !== undefined) throw policyViolation(rejection);
+    assertRoomBeforeBody(limiter, tenant, route).then(() => {
+      done(null, new BodyOnContinue(request.raw, reply.raw));
+    }, done);
+  };
 }

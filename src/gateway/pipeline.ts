@@ -40,7 +40,7 @@ import type { GatewayStore } from '../store/gateway-store.ts';
 import type { UpstreamClient } from '../upstream/client.ts';
 import { createCredentialHealth, type CredentialHealth } from '../upstream/credential-health.ts';
 import { createAdmitHook } from './admit.ts';
-import { continueWhenAllowed, handExpectationsToTheApp } from './expect-continue.ts';
+import { createContinueGate, handExpectationsToTheApp } from './expect-continue.ts';
 import { installAuthFailureGuard } from './auth-failure-guard.ts';
 import { jsonBodyParser } from './json-body-parser.ts';
 import { createOwnershipHooks } from './ownership-hooks.ts';
@@ -103,6 +103,7 @@ export function installGatewayPipeline(
     now: parts.now ?? Date.now,
   });
   const enforcePolicy = createPolicyHook(parts.metrics);
+  const continueWhenAllowed = createContinueGate(parts.store.limiter);
   const ownership = createOwnershipHooks({ store: parts.store.ownership, limiter: parts.store.limiter });
   // A create is validated and judged by the tenant's policy before admission claims its requestId and
   // charges it; a request id is checked for ownership by the same admission. Refused requests consume

@@ -12,7 +12,11 @@ const IMAGES = '/v1/images/generations';
 const VIDEOS = '/v1/videos/generations';
 const BODY = '{"samples":1}';
 
-const harness = useGatewayHarness({ alphaPolicyYaml: '{ video: { enabled: false } }' });
+// Alpha: no video, and 2 requests a minute (one every 30 s).
+const harness = useGatewayHarness({
+  alphaPolicyYaml: '{ video: { enabled: false } }',
+  alphaLimitsYaml: "[{ id: requests, routes: ['*'], cost: requests, limit: 2, windowSeconds: 60 }]",
+});
 
 function head(path: string, headers: Record<string, string>, length = BODY.length): string {
   const { host } = new URL(harness.url);
@@ -82,6 +86,32 @@ describe('Expect: 100-continue', () => {
       expect(harness.simulator.received).toEqual([]);
     },
   );
+});
+
+test('a limit without room for the smallest request: 429 before the body, nothing charged', async () => {
+  for (let index = 0; index < 2; index += 1) {
+    const { answers } = await exchangeRaw(
+      harness.url,
+      `${head(IMAGES, { ...keyOf('alpha'), ...JSON_BODY })}${BODY}`,
+      {
+        answers: 1,
+      },
+    );
+    expect(answers[0]?.status).toBe(200);
+  }
+  const { answers, closedByGateway } = await exchangeRaw(
+    harness.url,
+    head(IMAGES, { ...keyOf('alpha'), ...JSON_BODY, expect: '100-continue' }),
+  );
+  expect(closedByGateway).toBe(true);
+  expect(answers).toHaveLength(1);
+  const [refusal] = answers;
+  expect(refusal?.status).toBe(429);
+  expect(JSON.parse(refusal?.body ?? '')).toMatchObject({ error: { code: 'rate_limited' } });
+  // One request's share of the window, from the store's clock: 30 s, or 29 once a second has passed.
+  expect(['29', '30']).toContain(refusal?.headers['retry-after']);
+  expect(refusal?.headers['x-ratelimit-remaining']).toBe('0');
+  expect(harness.simulator.received).toHaveLength(2);
 });
 
 describe('any other expectation', () => {
