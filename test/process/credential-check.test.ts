@@ -41,15 +41,26 @@ async function metric(name: string): Promise<string | undefined> {
   return text.split('\n').find((line) => line.startsWith(`${name}{credential="shared"}`));
 }
 
+/**
+ * oneTenantConfig's file with load shedding off: a machine loaded by other suites must not answer 503
+ * overloaded in place of what these tests look at.
+ */
+function configText(upstreamUrl: string, key: { sha256: string; prefix: string }): string {
+  return oneTenantConfig({ upstreamUrl, keys: [key] }).replace(
+    'server: { host: 127.0.0.1, port: 0 }',
+    'server: { host: 127.0.0.1, port: 0, overload: { maxEventLoopDelayMs: 0, maxHeapUsedRatio: 1 } }',
+  );
+}
+
 function logged(message: string) {
   return gateway?.lines.find((line) => line.msg === message && line.credential === 'shared');
 }
 
 test('a token the upstream refuses: logged and marked at start-up, tenants told it is not their key', async () => {
   const key = canaryTenantKey();
-  const path = await writeTempConfig(oneTenantConfig({ upstreamUrl: simulator.url, keys: [key] }));
+  const path = await writeTempConfig(configText(simulator.url, key));
   gateway = await startGatewayProcess(path, { SHARED_TOKEN: WRONG_TOKEN });
-  await waitFor('the start-up check', () => logged(REFUSED) !== undefined);
+  await waitFor('the start-up check', () => logged(REFUSED) !== undefined, 20_000);
   expect(logged(REFUSED)).toMatchObject({ level: 50, upstreamStatus: 401 });
   expect(await metric('gengate_upstream_credential_rejected')).toBe(
     'gengate_upstream_credential_rejected{credential="shared"} 1',
@@ -76,10 +87,10 @@ test('a token the upstream refuses: logged and marked at start-up, tenants told 
 test('an upstream that cannot be reached: start-up goes on, the check is logged as not made', async () => {
   const key = canaryTenantKey();
   const upstreamUrl = `http://127.0.0.1:${await freePort()}`;
-  const path = await writeTempConfig(oneTenantConfig({ upstreamUrl, keys: [key] }));
+  const path = await writeTempConfig(configText(upstreamUrl, key));
   gateway = await startGatewayProcess(path, { SHARED_TOKEN: CANARY_UPSTREAM_TOKENS.shared });
   const notChecked = 'upstream credential not checked: the upstream could not be asked';
-  await waitFor('the start-up check', () => logged(notChecked) !== undefined);
+  await waitFor('the start-up check', () => logged(notChecked) !== undefined, 20_000);
   expect(logged(notChecked)).toMatchObject({ level: 40 });
   expect((await fetch(`${gateway.adminUrl}/readyz`)).status).toBe(200);
   expect(await metric('gengate_upstream_credential_rejected')).toBe(
@@ -90,7 +101,7 @@ test('an upstream that cannot be reached: start-up goes on, the check is logged 
 test('a rotated token file is checked again: refused, then accepted', async () => {
   const key = canaryTenantKey();
   const path = await writeTempConfig(
-    oneTenantConfig({ upstreamUrl: simulator.url, keys: [key] }).replace(
+    configText(simulator.url, key).replace(
       '{ shared: { env: SHARED_TOKEN } }',
       '{ shared: { file: token } }',
     ),
@@ -98,7 +109,7 @@ test('a rotated token file is checked again: refused, then accepted', async () =
   const tokenPath = join(dirname(path), 'token');
   await writeFile(tokenPath, WRONG_TOKEN);
   gateway = await startGatewayProcess(path);
-  await waitFor('the start-up check', () => logged(REFUSED) !== undefined);
+  await waitFor('the start-up check', () => logged(REFUSED) !== undefined, 20_000);
   // Replaced whole, as a Kubernetes secret mount swaps it.
   const next = `${tokenPath}.${randomUUID()}`;
   await writeFile(next, CANARY_UPSTREAM_TOKENS.shared);
