@@ -19,6 +19,7 @@ import { startSimulator } from './simulator/server.ts';
 import { isOverloaded } from './overload/shed-load.ts';
 import { openStore } from './store/open-store.ts';
 import { createUpstreamClient, upstreamClientOptions } from './upstream/client.ts';
+import { checkCredential, createCredentialHealth } from './upstream/credential-health.ts';
 
 const DEMO_CONFIG_PATH = 'config/demo.yaml';
 // Below Kubernetes' default 30 s grace period, so in-flight requests finish before SIGKILL.
@@ -67,8 +68,16 @@ const logger = pino(
   { level: process.env.LOG_LEVEL ?? config.logging.level, base: { service: 'gengate' } },
   pino.destination({ sync: false }),
 );
+// A rotated token is checked with the upstream as soon as the upstream client exists (below).
+let checkRotatedCredential: (name: string) => void = () => undefined;
 const credentials = await orExitOnConfigError(() =>
-  createCredentialStore(config.upstream.credentials, { baseDir: dirname(configPath), logger }),
+  createCredentialStore(config.upstream.credentials, {
+    baseDir: dirname(configPath),
+    logger,
+    onRotated: (name) => {
+      checkRotatedCredential(name);
+    },
+  }),
 );
 
 const simulator = config.simulator.enabled
@@ -110,6 +119,12 @@ const configWatcher = watchConfig({
   metrics,
 });
 const upstream = createUpstreamClient(upstreamClientOptions(config, metrics));
+const credentialHealth = createCredentialHealth(metrics, Object.keys(config.upstream.credentials));
+// Asked, never awaited: an upstream that is down or slow must not delay or fail start-up.
+const checkUpstreamCredential = (name: string): void => {
+  void checkCredential(upstream, credentialHealth, logger, name, credentials.get(name));
+};
+checkRotatedCredential = checkUpstreamCredential;
 const gateway = buildApp(config, {
   logger,
   tenants: () => tenants,
@@ -117,6 +132,7 @@ const gateway = buildApp(config, {
   metrics,
   upstream,
   store,
+  credentialHealth,
 });
 const readiness = createReadiness({
   ...(config.store.failMode === 'closed' ? { storeAvailable: () => !store.limiter.degraded } : {}),
@@ -132,6 +148,7 @@ await orExitIfCannotListen('admin.port', adminAddress, () =>
   admin.listen({ host: adminAddress.host, port: adminAddress.port }),
 );
 readiness.markReady();
+for (const name of Object.keys(config.upstream.credentials)) checkUpstreamCredential(name);
 logger.info(
   { gateway: gateway.server.address(), admin: admin.server.address(), simulator: simulator?.url },
   'gengate is ready',

@@ -1,5 +1,6 @@
 // The admin server (contract section 10): metrics and probes on their own port, never on the
 // gateway's, so scraping and probing do not mix with tenant traffic or its limits.
+import { STATUS_CODES } from 'node:http';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { createClientErrorHandler } from '../errors/client-error.ts';
 import { draining } from '../server/draining.ts';
@@ -19,6 +20,14 @@ export function buildAdminApp(deps: AdminDependencies): FastifyInstance {
     clientErrorHandler: createClientErrorHandler(deps.logger),
   });
   void app.register(draining);
+  // Fastify's own answers name the method and URL ("Route GET:/x not found") or quote the request: the
+  // admin port's errors echo nothing the client sent.
+  app.setNotFoundHandler((_request, reply) => reply.code(404).send({ status: 'not found' }));
+  app.setErrorHandler((error: { statusCode?: number }, request, reply) => {
+    const status = error.statusCode !== undefined && error.statusCode >= 400 ? error.statusCode : 500;
+    if (status >= 500) request.log.error({ err: error }, 'admin request failed');
+    return reply.code(status).send({ status: STATUS_CODES[status]?.toLowerCase() ?? 'error' });
+  });
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) => {
     const ready = deps.readiness.state === 'ready';

@@ -28,6 +28,8 @@ export interface CredentialStoreOptions {
   logger?: Pick<Logger, 'info' | 'warn'>;
   debounceMs?: number;
   pollIntervalMs?: number;
+  /** Called with the name of a credential whose file brought a new token (so it can be checked). */
+  onRotated?: (name: string) => void;
 }
 
 // The environment's tokens travel from loadConfig to createCredentialStore beside the configuration,
@@ -144,6 +146,7 @@ function followTokenFile(
     if (result.token !== tokens.get(name)) {
       tokens.set(name, result.token);
       options.logger?.info({ credential: name, file: path }, 'credential reloaded');
+      options.onRotated?.(name);
     }
   };
   return watchFileChanges(

@@ -19,6 +19,8 @@ export const ERROR_CODES = {
   request_not_found: { status: 404, type: 'not_found_error' },
   method_not_allowed: { status: 405, type: 'not_found_error' },
   request_id_conflict: { status: 409, type: 'conflict_error' },
+  expectation_failed: { status: 417, type: 'validation_error' },
+  idempotency_key_reused: { status: 422, type: 'conflict_error' },
   request_timeout: { status: 408, type: 'validation_error' },
   payload_too_large: { status: 413, type: 'validation_error' },
   unsupported_media_type: { status: 415, type: 'validation_error' },
@@ -28,6 +30,8 @@ export const ERROR_CODES = {
   upstream_rate_limited: { status: 429, type: 'rate_limit_error' },
   internal_error: { status: 500, type: 'unavailable_error' },
   upstream_unavailable: { status: 502, type: 'upstream_error' },
+  upstream_invalid_response: { status: 502, type: 'upstream_error' },
+  upstream_credential_rejected: { status: 502, type: 'upstream_error' },
   store_unavailable: { status: 503, type: 'unavailable_error' },
   overloaded: { status: 503, type: 'unavailable_error' },
   upstream_timeout: { status: 504, type: 'upstream_error' },
@@ -113,14 +117,14 @@ export const NAMED_ERRORS = {
     code: 'invalid_json',
     message: ({ maxValues }: { maxValues: number }) => `the request body holds more than ${maxValues} values`,
   },
+  // The member's path is the client's text: named once, bounded, in `param` (src/json/echoed-name.ts).
   body_reserved_member: {
     code: 'invalid_json',
-    message: ({ path }: { path: string }) =>
-      `${path} is a reserved member name (__proto__ and constructor are not accepted)`,
+    message: 'the member at param is a reserved member name (__proto__ and constructor are not accepted)',
   },
   body_duplicate_member: {
     code: 'invalid_json',
-    message: ({ path }: { path: string }) => `${path} appears more than once; member names must be unique`,
+    message: 'the member at param appears more than once; member names must be unique',
   },
   body_not_object: { code: 'invalid_json', message: 'the request body must be a JSON object' },
   field_repeated: {
@@ -129,7 +133,10 @@ export const NAMED_ERRORS = {
       `send one ${field} field, not several`,
   },
   invalid_parameter: { code: 'invalid_parameter', message: ({ problem }: { problem: string }) => problem },
-  unknown_parameter: { code: 'unknown_parameter', message: ({ problem }: { problem: string }) => problem },
+  unknown_parameter: {
+    code: 'unknown_parameter',
+    message: 'the body has members the service does not know; details names them',
+  },
   body_not_allowed: {
     code: 'body_not_allowed',
     message: ({ method }: { method: string }) => `${method} requests must not carry a body`,
@@ -174,6 +181,16 @@ export const NAMED_ERRORS = {
     message: ({ requestId }: { requestId: string }) =>
       `a submission with requestId ${requestId} is still in progress or its outcome is unknown; ` +
       'poll it, or submit with another requestId',
+  },
+  request_id_reused: {
+    code: 'idempotency_key_reused',
+    message: ({ requestId }: { requestId: string }) =>
+      `requestId ${requestId} was already used with another body or on another route; ` +
+      'submit with another requestId',
+  },
+  expectation_not_supported: {
+    code: 'expectation_failed',
+    message: 'the only expectation this gateway meets is 100-continue',
   },
   request_timeout: { code: 'request_timeout', message: 'the request was not received in time' },
   payload_too_large: {
@@ -224,6 +241,18 @@ export const NAMED_ERRORS = {
   upstream_response_too_large: {
     code: 'upstream_unavailable',
     message: 'the generation service sent a response larger than allowed',
+  },
+  upstream_not_json: {
+    code: 'upstream_invalid_response',
+    message: 'the generation service sent a response that is not JSON',
+  },
+  upstream_foreign_record: {
+    code: 'upstream_invalid_response',
+    message: 'the generation service answered about another request than the one asked for',
+  },
+  upstream_credential_rejected: {
+    code: 'upstream_credential_rejected',
+    message: "the generation service refused this gateway's own credential; your API key is not at fault",
   },
   rate_limit_store_unavailable: {
     code: 'store_unavailable',

@@ -15,6 +15,7 @@ function parseIntoState(request: FastifyRequest, raw: Buffer, done: (error: Erro
   try {
     assertUtf8Charset(request.headers['content-type']);
     request.gateway.body = parseJsonBody(raw);
+    request.gateway.clientBody = raw;
     done(null);
   } catch (error) {
     done(error as Error);

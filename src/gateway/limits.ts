@@ -75,3 +75,34 @@ export async function peekTenantLimits(
   const decision = await limiter.check(tenant.id, limits, { peek: true });
   return decision.outcome === 'admitted' ? rateLimitHeaders(decision) : {};
 }
+
+/**
+ * Before a body is read (`Expect: 100-continue`, src/gateway/expect-continue.ts): refuses, as admission
+ * would, a request that some limit has no room for even at the smallest cost the route can have (one
+ * request, one sample), without charging anything. Its Retry-After is when that limit has room for one
+ * unit again: one unit's share of the window after the limit was full less one unit, rounded up, so
+ * never early. Whatever the limiter cannot say exactly (the store failing) is left to admission.
+ */
+export async function assertRoomBeforeBody(
+  limiter: RateLimiter,
+  tenant: TenantConfig,
+  route: RouteId,
+): Promise<void> {
+  const smallest = applicableLimits(tenant, route, undefined);
+  if (smallest.length === 0) return;
+  const peek = await limiter.check(
+    tenant.id,
+    smallest.map((limit) => ({ ...limit, cost: 0 })),
+    { peek: true },
+  );
+  if (peek.outcome !== 'admitted' || !peek.exact) return;
+  const full = peek.limits.find((state, index) => state.remaining < (smallest[index]?.cost ?? 0));
+  if (full === undefined) return;
+  const unitSeconds = full.windowSeconds / full.limit;
+  limitHeadersOrRefusal({
+    ...peek,
+    outcome: 'rate_limited',
+    binding: full,
+    retryAfterSeconds: Math.max(1, Math.ceil(full.secondsUntilFull - full.windowSeconds + unitSeconds)),
+  });
+}

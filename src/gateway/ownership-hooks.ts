@@ -8,6 +8,7 @@ import { peekTenantLimits } from './limits.ts';
 import type { RateLimiter } from '../ratelimit/types.ts';
 import type { GatewayRoute } from '../routing/route-table.ts';
 import type { OwnershipStore, SubmissionResponse, TakenOutcome } from '../ownership/store.ts';
+import { submissionFingerprint } from '../ownership/submission-fingerprint.ts';
 import { bodyOf, routeOf, tenantOf } from './request-state.ts';
 
 const IDEMPOTENT_REPLAYED_HEADER = 'idempotent-replayed';
@@ -24,7 +25,18 @@ function callerAndRoute(request: FastifyRequest): { tenant: TenantConfig; route:
   return { tenant: tenantOf(request), route: routeOf(request) };
 }
 
-function submissionOf(reply: FastifyReply, payload: unknown): SubmissionResponse | undefined {
+/** The fingerprint of a create as its client sent it (before the policy), on the route it came to. */
+function fingerprintOf(request: FastifyRequest): string {
+  const { clientBody } = request.gateway;
+  if (clientBody === undefined) throw new Error('a create without the body its client sent');
+  return submissionFingerprint(routeOf(request).id, clientBody);
+}
+
+function submissionOf(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  payload: unknown,
+): SubmissionResponse | undefined {
   const body = Buffer.isBuffer(payload)
     ? payload
     : typeof payload === 'string'
@@ -36,6 +48,7 @@ function submissionOf(reply: FastifyReply, payload: unknown): SubmissionResponse
     status: reply.statusCode,
     contentType: typeof contentType === 'string' ? contentType : undefined,
     body,
+    fingerprint: fingerprintOf(request),
   };
 }
 
@@ -62,6 +75,10 @@ export function createOwnershipHooks(options: OwnershipHooksOptions) {
         throw gatewayError('request_id_in_progress', { requestId }, { param: 'requestId' });
       case 'replay': {
         const { response } = outcome;
+        // Another body or another route under the same key: refused, nothing forwarded or charged.
+        if (response.fingerprint !== undefined && response.fingerprint !== fingerprintOf(request)) {
+          throw gatewayError('request_id_reused', { requestId }, { param: 'requestId' });
+        }
         reply
           .code(response.status)
           .headers(await unchargedLimitHeaders(request))
@@ -93,7 +110,7 @@ export function createOwnershipHooks(options: OwnershipHooksOptions) {
     const status = reply.statusCode;
     let settled: Promise<void> | undefined;
     if (status >= 200 && status < 300) {
-      const submission = submissionOf(reply, payload);
+      const submission = submissionOf(request, reply, payload);
       // Without a body to replay the claim stays pending: a repeat is refused, never submitted twice.
       if (submission !== undefined) settled = store.complete(claim.requestId, claim.tenantId, submission);
     } else if (!UNKNOWN_OUTCOME_STATUSES.has(status)) {

@@ -10,11 +10,13 @@
 //   request head     admitRequestHead (gateway/request-head.ts)           onRequest, app
 //   target check     admitRequestTarget (gateway/request-target.ts)       onRequest, route
 //   authentication   authenticate (gateway/routes.ts)                     onRequest, route
+//   expect           continueWhenAllowed (gateway/expect-continue.ts)     preParsing, POST routes
 //   parse            jsonBodyParser (gateway/json-body-parser.ts)         content-type parser
 //   validate         validateRequestBody (gateway/validate-request.ts)    preValidation, POST routes
 //   policy           enforcePolicy (gateway/policy-hook.ts)               preHandler, POST routes
 //   admission        admit (gateway/admit.ts)                             preHandler, route
 //   forward          handlerFor(route) (gateway/routes.ts)                handler
+//   private answer   markAnswerPrivate (gateway/private-answers.ts)       onSend, app
 //   record: claim    settleClaim (gateway/ownership-hooks.ts)             onSend, POST routes
 //   observe          the request observer, then the served-request count  onResponse, app then route
 //                    (countServedRequest, gateway/routes.ts)
@@ -36,11 +38,14 @@ import { GATEWAY_ROUTES } from '../routing/route-table.ts';
 import { draining } from '../server/draining.ts';
 import type { GatewayStore } from '../store/gateway-store.ts';
 import type { UpstreamClient } from '../upstream/client.ts';
+import { createCredentialHealth, type CredentialHealth } from '../upstream/credential-health.ts';
 import { createAdmitHook } from './admit.ts';
+import { createContinueGate, handExpectationsToTheApp } from './expect-continue.ts';
 import { installAuthFailureGuard } from './auth-failure-guard.ts';
 import { jsonBodyParser } from './json-body-parser.ts';
 import { createOwnershipHooks } from './ownership-hooks.ts';
 import { createPolicyHook } from './policy-hook.ts';
+import { markAnswerPrivate } from './private-answers.ts';
 import { admitRequestHead } from './request-head.ts';
 import { requestObserver } from './request-observer.ts';
 import { requestState } from './request-state.ts';
@@ -59,6 +64,8 @@ export interface GatewayParts {
   upstream: UpstreamClient;
   /** Rate limits, usage, request ownership and admission, opened and closed by the caller. */
   store: GatewayStore;
+  /** Shared with the start-up checks of the credentials; the pipeline makes its own when absent. */
+  credentialHealth?: CredentialHealth;
   now?: () => number;
 }
 
@@ -69,6 +76,7 @@ export function installGatewayPipeline(
 ): void {
   installErrorHandling(app);
   answerConnectRequests(app.server, parts.logger);
+  handExpectationsToTheApp(app.server);
 
   // App-wide, for every request (routed or not), in this order.
   void app.register(requestState);
@@ -76,6 +84,7 @@ export function installGatewayPipeline(
   void app.register(loadShedding, { settings: config.server.overload, metrics: parts.metrics });
   void app.register(requestObserver, { metrics: parts.metrics, logPrompts: config.logging.prompts });
   app.addHook('onRequest', admitRequestHead);
+  app.addHook('onSend', markAnswerPrivate);
   void app.register(jsonBodyParser, { bodyLimitBytes: config.server.bodyLimitBytes });
   void app.register(validationFailureCounter, { metrics: parts.metrics });
 
@@ -88,9 +97,13 @@ export function installGatewayPipeline(
     limiter: parts.store.limiter,
     authFailures: installAuthFailureGuard(app, config.server.authenticationFailures),
     metrics: parts.metrics,
+    credentialHealth:
+      parts.credentialHealth ??
+      createCredentialHealth(parts.metrics, Object.keys(config.upstream.credentials)),
     now: parts.now ?? Date.now,
   });
   const enforcePolicy = createPolicyHook(parts.metrics);
+  const continueWhenAllowed = createContinueGate(parts.store.limiter);
   const ownership = createOwnershipHooks({ store: parts.store.ownership, limiter: parts.store.limiter });
   // A create is validated and judged by the tenant's policy before admission claims its requestId and
   // charges it; a request id is checked for ownership by the same admission. Refused requests consume
@@ -107,6 +120,7 @@ export function installGatewayPipeline(
       url: route.path,
       config: { gatewayRoute: route },
       onRequest: [admitRequestTarget, authenticate],
+      ...(takesBody ? { preParsing: continueWhenAllowed } : {}),
       ...(takesBody ? { preValidation: validateRequestBody } : {}),
       preHandler: takesBody ? [enforcePolicy, admit] : [admit],
       handler: handlerFor(route),

@@ -2,11 +2,16 @@
 // tenant's policy to the parsed body, answers a rejection, and replaces the body in the request's state
 // with its rewrite, so the limits charge and the upstream receives exactly what the policy decided.
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
-import { gatewayError } from '../errors/registry.ts';
+import { gatewayError, type GatewayError } from '../errors/registry.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
 import { applyPolicy } from '../policy/apply-policy.ts';
 import { POLICY_HEADER, formatPolicyHeader } from '../policy/header.ts';
-import { isRejection, type PolicyOutcome, type PolicyRoute } from '../policy/outcome.ts';
+import {
+  isRejection,
+  type PolicyOutcome,
+  type PolicyRejection,
+  type PolicyRoute,
+} from '../policy/outcome.ts';
 import { recordPolicyActions } from '../policy/record-actions.ts';
 import { rewriteTopLevelMembers } from '../validation/json-body.ts';
 import { bodyOf, routeOf, tenantOf } from './request-state.ts';
@@ -26,6 +31,12 @@ function policyLogFields(outcome: PolicyOutcome): Record<string, string> {
   return fields;
 }
 
+/** The 403 of a rejection: the tenant's bound in the message, the field in `param`. */
+export function policyViolation(rejection: Pick<PolicyRejection, 'message' | 'param'>): GatewayError {
+  const { message, param } = rejection;
+  return gatewayError('policy_violation', { reason: message }, param === undefined ? {} : { param });
+}
+
 export function createPolicyHook(metrics: Pick<GatewayMetrics, 'policyActions'>) {
   return function enforcePolicy(
     request: FastifyRequest,
@@ -40,10 +51,7 @@ export function createPolicyHook(metrics: Pick<GatewayMetrics, 'policyActions'>)
     const outcome = applyPolicy(tenant.policy, route satisfies PolicyRoute, body.value, body.numbers);
     recordPolicyActions(metrics, tenant.id, tenant.policy.mode, outcome);
     request.gateway.policyLog = policyLogFields(outcome);
-    if (outcome.rejection !== undefined) {
-      const { message, param } = outcome.rejection;
-      throw gatewayError('policy_violation', { reason: message }, param === undefined ? {} : { param });
-    }
+    if (outcome.rejection !== undefined) throw policyViolation(outcome.rejection);
     if (outcome.body !== body.value) {
       reply.header(POLICY_HEADER, formatPolicyHeader(outcome.changes));
       const rewritten = outcome.changes.map((change) => change.field);

@@ -12,7 +12,8 @@
 // - a version other than HTTP/1.0 and HTTP/1.1 (llhttp parses an HTTP/0.9 request line);
 // - no Host on HTTP/1.1, or more than one Host (RFC 9112 section 3.2);
 // and, because Node keeps the first of several and drops the others, where a proxy may keep another:
-// - more than one Authorization field (never served as any tenant) or Content-Type field.
+// - more than one Authorization field (never served as any tenant) or Content-Type field;
+// - an expectation other than 100-continue (417; src/gateway/expect-continue.ts meets that one).
 // A request line no route takes is answered here too (405 or 404), before Fastify would parse a body for
 // its 404 handler and answer 415, or 400 for a QUERY without Content-Type, first.
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
@@ -76,6 +77,12 @@ function requestHeadProblem(request: IncomingMessage): GatewayError | undefined 
   }
   if (counts.contentType > 1) {
     return gatewayError('field_repeated', { field: 'Content-Type' });
+  }
+  // The only expectation met is 100-continue (src/gateway/expect-continue.ts); several Expect fields
+  // reach here joined with commas, and are refused too.
+  const expectation = request.headers.expect;
+  if (expectation !== undefined && expectation.trim().toLowerCase() !== '100-continue') {
+    return gatewayError('expectation_not_supported');
   }
   return undefined;
 }

@@ -26,6 +26,8 @@ export interface RequestState {
   caller: AuthenticatedCaller | undefined;
   /** The body of a POST as parsed, then as the policy and the requestId assignment rewrote it. */
   body: JsonBody | undefined;
+  /** The bytes of a POST's body as the client sent them: what an idempotent repeat is compared on. */
+  clientBody: Buffer | undefined;
   /** What the tenant's policy did, for the request's log line (rule and action words only). */
   policyLog: Readonly<Record<string, string>> | undefined;
   ownershipClaim: OwnershipClaim | undefined;
@@ -43,6 +45,7 @@ function createRequestState(request: FastifyRequest, _reply: FastifyReply, done:
     receivedAt: performance.now(),
     caller: undefined,
     body: undefined,
+    clientBody: undefined,
     policyLog: undefined,
     ownershipClaim: undefined,
     upstreamMs: undefined,

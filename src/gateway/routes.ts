@@ -2,12 +2,14 @@
 // on a refusal and the count of served requests. src/gateway/pipeline.ts registers them in order.
 import type { DoneFuncWithErrOrRes, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import type { TenantDirectory } from '../auth/tenant-directory.ts';
-import { GatewayError, gatewayError, type ErrorCode } from '../errors/registry.ts';
+import { GatewayError, type ErrorCode } from '../errors/registry.ts';
 import { upstreamPath, type GatewayRoute } from '../routing/route-table.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
 import type { RateLimiter } from '../ratelimit/types.ts';
 import type { UpstreamClient, UpstreamResponse } from '../upstream/client.ts';
-import { headersForClient, headersForUpstream, retryAfterSeconds } from '../upstream/headers.ts';
+import { judgeUpstreamAnswer } from '../upstream/answer.ts';
+import type { CredentialHealth } from '../upstream/credential-health.ts';
+import { headersForUpstream } from '../upstream/headers.ts';
 import type { UsageMeter } from '../usage/meter.ts';
 import { recordExchangeUsage } from '../usage/record.ts';
 import { createAccountHandler } from './account.ts';
@@ -27,6 +29,7 @@ export interface RouteStepsOptions {
   limiter: RateLimiter;
   authFailures: AuthFailureGuard;
   metrics: GatewayMetrics;
+  credentialHealth: CredentialHealth;
   now: () => number;
 }
 
@@ -81,13 +84,30 @@ export function createRouteSteps(options: RouteStepsOptions) {
       request.gateway.upstreamMs = performance.now() - started;
     }
     request.gateway.upstreamStatus = response.status;
-    if (response.status === 429) {
-      const retryAfter = retryAfterSeconds(response.headers);
-      throw gatewayError('upstream_rate_limited', {
-        ...(retryAfter === undefined ? {} : { headers: { 'retry-after': String(retryAfter) } }),
-      });
+    const verdict = judgeUpstreamAnswer(route.id, requestIdParam(request), response);
+    switch (verdict.kind) {
+      case 'rate_limited':
+        throw verdict.error;
+      case 'credential_rejected':
+        options.credentialHealth.rejected(tenant.credential);
+        request.log.error(
+          { credential: tenant.credential, upstreamStatus: verdict.status },
+          'the upstream refused the credential; see the runbook of GengateUpstreamCredentialRejected',
+        );
+        throw verdict.error;
+      case 'invalid':
+        // Never passed on, stored for a replay or metered; the claim of a create stays pending, since
+        // the upstream may have taken the submission.
+        request.log.warn(
+          { received: verdict.received },
+          'the upstream sent an answer gengate does not pass on',
+        );
+        throw verdict.error;
+      case 'pass':
+        options.credentialHealth.accepted(tenant.credential);
+        break;
     }
-    if (response.status < 300) {
+    if (verdict.status < 300) {
       recordExchangeUsage(
         options.usage,
         options.metrics,
@@ -100,7 +120,7 @@ export function createRouteSteps(options: RouteStepsOptions) {
         options.now(),
       );
     }
-    return reply.code(response.status).headers(headersForClient(response.headers)).send(response.body);
+    return reply.code(verdict.status).headers(verdict.headers).send(response.body);
   }
 
   // An authenticated request refused before its charge still shows its limits (contract section 8);

@@ -6,13 +6,20 @@ import { describeProblem, toErrorDetails, type ValidationProblem } from '../maxa
 import { routeSchemaFor } from '../validation/request-schemas.ts';
 import { bodyOf, routeOf } from './request-state.ts';
 
+/**
+ * The first problem names `param`; `details` lists them all. A member the client invented is named once,
+ * in its `details` entry: the code and a fixed message say what is wrong, and neither `param` nor the
+ * message repeat the client's text.
+ */
 function schemaViolation(problems: ValidationProblem[]): GatewayError {
   const [first] = problems;
   if (first === undefined) throw new Error('a failed validation reported no problem');
+  const details = toErrorDetails(problems);
+  if (first.kind === 'unknown_field') return gatewayError('unknown_parameter', { details });
   return gatewayError(
-    first.kind === 'unknown_field' ? 'unknown_parameter' : 'invalid_parameter',
+    'invalid_parameter',
     { problem: describeProblem(first) },
-    { param: first.param, details: toErrorDetails(problems) },
+    { param: first.param, details },
   );
 }
 

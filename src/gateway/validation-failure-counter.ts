@@ -8,6 +8,7 @@ import { ROUTE_IDS, type RouteId } from '../config/route-ids.ts';
 import { toGatewayError } from '../errors/error-handler.ts';
 import type { ErrorCode, GatewayError } from '../errors/registry.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
+import { UNKNOWN_FIELD_MESSAGE } from '../maxai/validator.ts';
 import { routeSchemaFor } from '../validation/request-schemas.ts';
 
 const UNKNOWN_PARAM_LABEL = '(unknown)';
@@ -23,17 +24,24 @@ export interface ValidationFailureCounterOptions {
   metrics: Pick<GatewayMetrics, 'validationFailures'>;
 }
 
-function paramsOf(failure: GatewayError): string[] {
-  if (failure.details !== undefined) return failure.details.map((detail) => detail.param);
-  return failure.param === undefined ? [] : [failure.param];
+/**
+ * The fields a refused body's problems are about, as the schema names them: a member the client invented
+ * is `(unknown)` whatever its name (a top-level member named "dimensions.width" is not that field).
+ */
+function fieldsOf(failure: GatewayError, fieldPaths: ReadonlySet<string> | undefined): string[] {
+  const label = (param: string) => (fieldPaths?.has(param) === true ? param : UNKNOWN_PARAM_LABEL);
+  if (failure.details !== undefined) {
+    return failure.details.map((detail) =>
+      detail.message === UNKNOWN_FIELD_MESSAGE ? UNKNOWN_PARAM_LABEL : label(detail.param),
+    );
+  }
+  return failure.param === undefined ? [] : [label(failure.param)];
 }
 
-/** The param labels of a refused body: its problems' params, as far as the route's schema names them. */
+/** The param labels of a refused body: its problems' fields, or the whole body when it names none. */
 function paramLabels(route: RouteId, failure: GatewayError): Set<string> {
-  const fieldPaths = routeSchemaFor(route)?.fieldPaths;
-  const params = paramsOf(failure);
-  if (params.length === 0) return new Set([WHOLE_BODY_PARAM_LABEL]);
-  return new Set(params.map((param) => (fieldPaths?.has(param) === true ? param : UNKNOWN_PARAM_LABEL)));
+  const fields = fieldsOf(failure, routeSchemaFor(route)?.fieldPaths);
+  return new Set(fields.length === 0 ? [WHOLE_BODY_PARAM_LABEL] : fields);
 }
 
 /** Every route x param series at 0 once the app starts, and each refused body counted (onError). */

@@ -1,10 +1,14 @@
 // Compiles the request schemas of src/maxai/schemas.ts once and explains failures the way a developer
 // wants to read them: one problem per field, dotted paths, the most useful problem first.
 import { Ajv, type AnySchema, type ErrorObject } from 'ajv';
+import { echoedName } from '../json/echoed-name.ts';
 import { compareDecimals, isWholeDecimal, parseExactDecimal } from '../json/exact-decimal.ts';
 import { NumberTexts, exactNumberAt } from '../json/number-texts.ts';
 import type { ErrorDetail } from './envelope.ts';
 import { PATTERN_MESSAGES } from './schemas.ts';
+
+/** What an `unknown_field` problem says of its member, in `details`. */
+export const UNKNOWN_FIELD_MESSAGE = 'is not a known parameter';
 
 /** `unknown_field` is a top-level member the schema does not name (the gateway's `unknown_parameter`). */
 export type ProblemKind = 'required' | 'type' | 'unknown_field' | 'enum' | 'format' | 'range';
@@ -153,9 +157,10 @@ function toProblem(error: ErrorObject): ValidationProblem {
         kind: 'required',
       };
     case 'additionalProperties':
+      // The client's own name, echoed bounded (src/json/echoed-name.ts).
       return {
-        param: pathOf(error.instancePath, String(params.additionalProperty)),
-        message: 'is not a known parameter',
+        param: pathOf(error.instancePath, echoedName(String(params.additionalProperty))),
+        message: UNKNOWN_FIELD_MESSAGE,
         kind: 'unknown_field',
       };
     case 'type':

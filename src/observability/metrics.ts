@@ -197,6 +197,18 @@ export function createMetrics(registry: Registry = new Registry()) {
       configLastReloadSuccessful.set(0);
     },
     upstreamErrors,
+    upstreamCredentialRejections: new Counter({
+      name: 'gengate_upstream_credential_rejections_total',
+      help: "Answers in which the upstream refused one of gengate's own credentials (its 401 or 403), checks included.",
+      labelNames: ['credential'] as const,
+      registers: [registry],
+    }),
+    upstreamCredentialRejected: new Gauge({
+      name: 'gengate_upstream_credential_rejected',
+      help: '1 while the last answer of the upstream to a credential was a refusal (401 or 403), 0 otherwise.',
+      labelNames: ['credential'] as const,
+      registers: [registry],
+    }),
     usageImages: new CellCounter({
       name: 'gengate_usage_images_total',
       help: 'Images requested by tenants (samples of forwarded image creates, after policy).',

@@ -1,11 +1,16 @@
 // Who owns each request id (contract section 7): the tenant that first submitted it, and, once the
 // upstream accepted it, the submission response to replay to that tenant's repeats.
 
-/** The upstream's 2xx answer to a create, kept byte for byte. */
+/** The upstream's 2xx answer to a create, kept byte for byte, with what it answered. */
 export interface SubmissionResponse {
   status: number;
   contentType: string | undefined;
   body: Buffer;
+  /**
+   * The submission's route and body (./submission-fingerprint.ts): a repeat is replayed only when its
+   * own is the same. Undefined in records written before gengate kept it: those are replayed as before.
+   */
+  fingerprint?: string | undefined;
 }
 
 export type ClaimOutcome =

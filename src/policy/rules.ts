@@ -3,7 +3,7 @@
 // null field is judged as the service default it stands for (upstream-api.md), never as "no value".
 import type { TenantPolicy } from '../config/schema.ts';
 import { compareDecimals, isWholeDecimal, parseExactDecimal } from '../json/exact-decimal.ts';
-import { exactNumberAt, type NumberTexts } from '../json/number-texts.ts';
+import { NumberTexts, exactNumberAt } from '../json/number-texts.ts';
 import { IMAGE_DEFAULTS, SAFETY_LEVELS, type SafetyLevel } from '../maxai/schemas.ts';
 import { firstMatchingGlob } from './model-globs.ts';
 import type {
@@ -173,6 +173,16 @@ const outputTypes: RuleEvaluator = (policy, route, body) => {
 };
 
 /** Every rule, in the contract's order: models, video, safetyLevel, samples, steps, scanResults, outputTypes. */
+/**
+ * What enforce mode refuses on `route` whatever the body holds (video generation off for the tenant):
+ * judged before a body is read, so an `Expect: 100-continue` request is refused without sending it.
+ */
+export function routeRejection(policy: TenantPolicy, route: PolicyRoute): PolicyRejection | undefined {
+  if (policy.mode === 'shadow') return undefined;
+  const decision = video(policy, route, {}, NumberTexts.none);
+  return decision?.action === 'rejected' ? decision : undefined;
+}
+
 export const RULES_IN_ORDER: readonly RuleEvaluator[] = [
   models,
   video,

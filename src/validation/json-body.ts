@@ -4,6 +4,7 @@
 // rounded double) and where each top-level member's value sits, so that a rewrite splices new values
 // into the client's bytes: every number, escape and space the client wrote reaches the upstream as
 // written, rewritten or not. The parse itself is plain JSON.parse.
+import { echoedName } from '../json/echoed-name.ts';
 import { gatewayError } from '../errors/registry.ts';
 import { NumberTexts, type MemberNumberTexts } from '../json/number-texts.ts';
 import {
@@ -88,12 +89,10 @@ export function parseJsonBody(raw: Buffer): JsonBody {
   }
   const value = parseJson(text);
   if (structure.problem?.kind === 'reserved_member') {
-    const { path } = structure.problem;
-    throw gatewayError('body_reserved_member', { path }, { param: path });
+    throw gatewayError('body_reserved_member', { param: echoedName(structure.problem.path) });
   }
   if (structure.problem !== undefined) {
-    const { path } = structure.problem;
-    throw gatewayError('body_duplicate_member', { path }, { param: path });
+    throw gatewayError('body_duplicate_member', { param: echoedName(structure.problem.path) });
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value) || !structure.layout) {
     throw gatewayError('body_not_object');

@@ -39,9 +39,10 @@ const APP_WIDE_ON_REQUEST = [
 test('a create meets every step in the documented order', () => {
   expect(hooksOf('/v1/images/generations (POST)')).toEqual({
     onRequest: [...APP_WIDE_ON_REQUEST, 'admitRequestTarget', 'authenticate'],
+    preParsing: ['continueWhenAllowed'],
     preValidation: ['validateRequestBody'],
     preHandler: ['enforcePolicy', 'admit'],
-    onSend: ['closeConnectionAfterResponse', 'addRequestIdHeader', 'settleClaim'],
+    onSend: ['closeConnectionAfterResponse', 'addRequestIdHeader', 'markAnswerPrivate', 'settleClaim'],
     onResponse: ['observeRequest', 'countServedRequest'],
     onError: ['countValidationFailures', 'showLimitsOnRefusal'],
   });
@@ -51,7 +52,7 @@ test('a read skips the body steps', () => {
   expect(hooksOf('/v1/account/usage (GET)')).toEqual({
     onRequest: [...APP_WIDE_ON_REQUEST, 'admitRequestTarget', 'authenticate'],
     preHandler: ['admit'],
-    onSend: ['closeConnectionAfterResponse', 'addRequestIdHeader'],
+    onSend: ['closeConnectionAfterResponse', 'addRequestIdHeader', 'markAnswerPrivate'],
     onResponse: ['observeRequest', 'countServedRequest'],
     onError: ['countValidationFailures', 'showLimitsOnRefusal'],
   });

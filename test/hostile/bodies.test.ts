@@ -17,6 +17,7 @@ import {
   invalidJson,
   parameterError,
   postJson,
+  unknownMembers,
   useValidationGateway,
 } from '../validation/validation-client.ts';
 
@@ -63,11 +64,7 @@ describe('body bombs are refused before anything reaches the upstream', () => {
     const details = names
       .slice(0, MAX_EXPLAINED_PROBLEMS)
       .map((param) => ({ param, message: 'is not a known parameter' }));
-    expectRefused(
-      harness,
-      answer,
-      errorBody(400, 'unknown_parameter', 'm0 is not a known parameter', { param: 'm0', details }),
-    );
+    expectRefused(harness, answer, unknownMembers(details));
   });
 
   test('the gateway still serves', expectStillServing);
@@ -171,7 +168,7 @@ describe('JSON that could be read two ways: 400 invalid_json', () => {
     ['deep in arrays of objects', '{"input":{"l":[[{"a":[{"k":1,"\\u006b":2}]}]]}}', 'input.l.0.0.a.0.k'],
   ])('%s', async (_name, body, param) => {
     const answer = await postJson(harness, IMAGES, body);
-    expectRefused(harness, answer, invalidJson(`${param} ${unique}`, param));
+    expectRefused(harness, answer, invalidJson(`the member at param ${unique}`, param));
   });
 
   // Another reader of the same body could treat them as a prototype rather than a member.
@@ -182,7 +179,7 @@ describe('JSON that could be read two ways: 400 invalid_json', () => {
     ['__proto__ deep in arrays', '{"input":{"l":[[{"__proto__":{"polluted":1}}]]}}', 'input.l.0.0.__proto__'],
   ])('%s: a reserved name', async (_name, body, param) => {
     const answer = await postJson(harness, IMAGES, body);
-    expectRefused(harness, answer, invalidJson(`${param} ${reserved}`, param));
+    expectRefused(harness, answer, invalidJson(`the member at param ${reserved}`, param));
   });
 
   test('the gateway still serves', expectStillServing);

@@ -41,6 +41,7 @@ const ALLOWED: Record<string, (value: string) => boolean> = {
   // The gateway's own answer (or the upstream's, for the upstream histogram), never a client's word.
   status: (value) => /^[1-5][0-9]{2}$/.test(value) || value === 'error',
   tenant: oneOf(['alpha', 'beta', 'gamma', 'none']),
+  credential: oneOf(['shared', 'research']),
   limit: oneOf(['per-minute']),
   decision: oneOf(EXACT_DECISIONS),
   operation: oneOf(STORE_OPERATIONS),

@@ -31,13 +31,16 @@ test('SIGTERM with a request in flight: the request completes, readiness drops, 
   const gateway = await startGatewayProcess(configPath, { SHARED_TOKEN: TOKEN });
   expect((await fetch(`${gateway.adminUrl}/readyz`)).status).toBe(200);
 
-  simulator.faults.set({ delayMs: 1500, times: 1 });
+  simulator.faults.set({ delayMs: 1500, times: 1, match: { method: 'POST' } });
   const inFlight = fetch(`${gateway.gatewayUrl}/v1/images/generations`, {
     method: 'POST',
     headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' },
     body: '{}',
   });
-  await waitFor('the request at the upstream', () => simulator.received.length === 1);
+  // The start-up check of the credential (a GET) may arrive too; the create is the one POST.
+  await waitFor('the request at the upstream', () =>
+    simulator.received.some((request) => request.method === 'POST'),
+  );
   gateway.signal('SIGTERM');
   await waitFor('the draining log line', () => gateway.lines.some((line) => line.msg === 'draining'));
   expect((await fetch(`${gateway.adminUrl}/readyz`)).status).toBe(503);

@@ -65,6 +65,11 @@ export interface HarnessOptions {
   authFailureLimit?: number;
   /** `server.requestTimeoutMs`; the configuration's default when absent. */
   requestTimeoutMs?: number;
+  /**
+   * A server put between the gateway and the simulator (test/support/misbehaving-upstream.ts): started
+   * with the simulator's URL, it is the gateway's upstream, and is closed with the harness.
+   */
+  inFrontOfUpstream?: (simulatorUrl: string) => Promise<{ url: string; close(): Promise<void> }>;
 }
 
 export async function startGatewayHarness(options: HarnessOptions = {}): Promise<GatewayHarness> {
@@ -78,6 +83,7 @@ export async function startGatewayHarness(options: HarnessOptions = {}): Promise
       ? {}
       : { requestsPerMinute: options.simulatorRequestsPerMinute }),
   });
+  const inFront = await options.inFrontOfUpstream?.(simulator.url);
   const alpha = canaryTenantKey();
   const beta = canaryTenantKey();
   const gamma = canaryTenantKey();
@@ -91,7 +97,7 @@ server:
   overload: ${options.overloadYaml ?? '{ maxEventLoopDelayMs: 0, maxHeapUsedRatio: 1 }'}
 ${options.requestTimeoutMs === undefined ? '' : `  requestTimeoutMs: ${options.requestTimeoutMs}`}
 upstream:
-  baseUrl: ${simulator.url}
+  baseUrl: ${inFront?.url ?? simulator.url}
   timeoutMs: ${options.upstreamTimeoutMs ?? 5000}
   credentials:
     shared: { env: SHARED_TOKEN }
@@ -170,6 +176,7 @@ tenants:
       await app.close();
       await upstream.close();
       await store.close();
+      await inFront?.close();
       await simulator.close();
       checkUpstreamRequests();
     },

@@ -78,11 +78,16 @@ describe('duplicate member names, at any depth and however spelt: 400 invalid_js
     ],
     ['inside an array', '{"input":{"loras":[{"id":"a"},{"id":"b","id":"c"}]}}', 'input.loras.1.id'],
   ])('%s', async (_name, body, param) => {
-    await expectInvalidJson(body, `${param} ${unique}`, param);
+    await expectInvalidJson(body, `the member at param ${unique}`, param);
   });
 
   test('a duplicate in a video body too', async () => {
-    await expectInvalidJson('{"duration":5,"duration":60}', `duration ${unique}`, 'duration', VIDEOS);
+    await expectInvalidJson(
+      '{"duration":5,"duration":60}',
+      `the member at param ${unique}`,
+      'duration',
+      VIDEOS,
+    );
   });
 
   test('the same name in different objects, and names inside string values, are fine', async () => {
@@ -124,7 +129,7 @@ describe('__proto__ and constructor cannot pollute anything: refused at any dept
       'dimensions.constructor',
     ],
   ])('%s', async (_name, body, param) => {
-    await expectInvalidJson(body, `${param} ${reserved}`, param);
+    await expectInvalidJson(body, `the member at param ${reserved}`, param);
   });
 
   test('Object.prototype is untouched afterwards', () => {

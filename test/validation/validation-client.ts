@@ -73,8 +73,18 @@ export function invalidJson(message: string, param?: string) {
 }
 
 /** 400 invalid_parameter (or unknown_parameter) naming one field, as the contract's example shows. */
-export function parameterError(param: string, message: string, code = 'invalid_parameter') {
-  return errorBody(400, code, `${param} ${message}`, { param, details: [{ param, message }] });
+export function parameterError(param: string, message: string) {
+  return errorBody(400, 'invalid_parameter', `${param} ${message}`, { param, details: [{ param, message }] });
+}
+
+export const UNKNOWN_MEMBERS = 'the body has members the service does not know; details names them';
+
+/**
+ * 400 unknown_parameter: each member the client invented named once, in `details` (with the other
+ * problems), never in `param` or the message.
+ */
+export function unknownMembers(details: { param: string; message: string }[]) {
+  return errorBody(400, 'unknown_parameter', UNKNOWN_MEMBERS, { details });
 }
 
 export function expectRefused(

@@ -10,6 +10,7 @@ import {
   expectRefused,
   parameterError,
   postJson,
+  unknownMembers,
   useValidationGateway,
 } from './validation-client.ts';
 
@@ -131,7 +132,7 @@ describe('requestId, model and seed follow the image rules', () => {
     expectRefused(
       harness,
       await postJson(harness, VIDEOS, '{"duration":5,"samples":2}'),
-      parameterError('samples', 'is not a known parameter', 'unknown_parameter'),
+      unknownMembers([{ param: 'samples', message: 'is not a known parameter' }]),
     );
   });
 

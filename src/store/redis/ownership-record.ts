@@ -32,18 +32,25 @@ export function encodeRecord(tenantId: string, response: SubmissionResponse | un
     status: response.status,
     contentType: response.contentType,
     body: response.body.toString('base64'),
+    ...(response.fingerprint === undefined ? {} : { fingerprint: response.fingerprint }),
   };
   return `${tenantId}${OWNER_SEPARATOR}${JSON.stringify(stored)}`;
 }
 
 function decodeResponse(text: string): SubmissionResponse | undefined {
   try {
-    const stored = JSON.parse(text) as { status?: unknown; contentType?: unknown; body?: unknown };
+    const stored = JSON.parse(text) as {
+      status?: unknown;
+      contentType?: unknown;
+      body?: unknown;
+      fingerprint?: unknown;
+    };
     if (typeof stored.status !== 'number' || typeof stored.body !== 'string') return undefined;
     return {
       status: stored.status,
       contentType: typeof stored.contentType === 'string' ? stored.contentType : undefined,
       body: Buffer.from(stored.body, 'base64'),
+      fingerprint: typeof stored.fingerprint === 'string' ? stored.fingerprint : undefined,
     };
   } catch {
     // A damaged response still names its owner: it reads as pending, which refuses safely.

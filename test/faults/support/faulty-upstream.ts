@@ -26,6 +26,8 @@ const RATE_LIMITED_BODY = JSON.stringify({
 const OVERSIZED_CHUNK = Buffer.alloc(1024 * 1024, 0x20);
 
 function requestIdOf(body: string): string {
+  // A read (the gateway's start-up check of its credential) has no body.
+  if (body === '') return '';
   const parsed = JSON.parse(body) as { requestId?: unknown };
   return typeof parsed.requestId === 'string' ? parsed.requestId : '';
 }
