@@ -135,7 +135,7 @@ export const NAMED_ERRORS = {
   invalid_parameter: { code: 'invalid_parameter', message: ({ problem }: { problem: string }) => problem },
   unknown_parameter: {
     code: 'unknown_parameter',
-    message: 'the body has members the service does not know; details names them',
+    message: 'the member named by param is not a known parameter',
   },
   body_not_allowed: {
     code: 'body_not_allowed',

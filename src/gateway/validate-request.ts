@@ -7,15 +7,21 @@ import { routeSchemaFor } from '../validation/request-schemas.ts';
 import { bodyOf, routeOf } from './request-state.ts';
 
 /**
- * The first problem names `param`; `details` lists them all. A member the client invented is named once,
- * in its `details` entry: the code and a fixed message say what is wrong, and neither `param` nor the
- * message repeat the client's text.
+ * The first problem names `param`; `details` lists them all. A member the client invented is named once
+ * per answer (bounded, src/json/echoed-name.ts): when it is the first problem, in `param`, and `details`
+ * lists only the other problems (absent when there are none); the message never repeats it.
  */
 function schemaViolation(problems: ValidationProblem[]): GatewayError {
   const [first] = problems;
   if (first === undefined) throw new Error('a failed validation reported no problem');
   const details = toErrorDetails(problems);
-  if (first.kind === 'unknown_field') return gatewayError('unknown_parameter', { details });
+  if (first.kind === 'unknown_field') {
+    const others = details.slice(1);
+    return gatewayError('unknown_parameter', {
+      param: first.param,
+      ...(others.length > 0 ? { details: others } : {}),
+    });
+  }
   return gatewayError(
     'invalid_parameter',
     { problem: describeProblem(first) },

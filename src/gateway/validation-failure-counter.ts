@@ -30,12 +30,14 @@ export interface ValidationFailureCounterOptions {
  */
 function fieldsOf(failure: GatewayError, fieldPaths: ReadonlySet<string> | undefined): string[] {
   const label = (param: string) => (fieldPaths?.has(param) === true ? param : UNKNOWN_PARAM_LABEL);
-  if (failure.details !== undefined) {
-    return failure.details.map((detail) =>
-      detail.message === UNKNOWN_FIELD_MESSAGE ? UNKNOWN_PARAM_LABEL : label(detail.param),
-    );
-  }
-  return failure.param === undefined ? [] : [label(failure.param)];
+  const fields = (failure.details ?? []).map((detail) =>
+    detail.message === UNKNOWN_FIELD_MESSAGE ? UNKNOWN_PARAM_LABEL : label(detail.param),
+  );
+  // unknown_parameter names its first problem, a member the client invented, in `param` alone; any other
+  // error with details lists its first problem there too.
+  if (failure.code === 'unknown_parameter') fields.push(UNKNOWN_PARAM_LABEL);
+  else if (failure.details === undefined && failure.param !== undefined) fields.push(label(failure.param));
+  return fields;
 }
 
 /** The param labels of a refused body: its problems' fields, or the whole body when it names none. */

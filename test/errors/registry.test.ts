@@ -33,7 +33,7 @@ const SAMPLES: { [Name in ErrorName]: [message: string, ...args: ErrorArguments<
   body_not_object: ['the request body must be a JSON object'],
   field_repeated: ['send one Authorization field, not several', { field: 'Authorization' }],
   invalid_parameter: ['samples must be at most 20', { problem: 'samples must be at most 20' }],
-  unknown_parameter: ['the body has members the service does not know; details names them'],
+  unknown_parameter: ['the member named by param is not a known parameter'],
   body_not_allowed: ['GET requests must not carry a body', { method: 'GET' }],
   missing_api_key: ['send your gengate key as "Authorization: Bearer <key>"'],
   invalid_api_key: ['the API key is not valid'],

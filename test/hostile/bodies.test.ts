@@ -17,7 +17,7 @@ import {
   invalidJson,
   parameterError,
   postJson,
-  unknownMembers,
+  unknownMember,
   useValidationGateway,
 } from '../validation/validation-client.ts';
 
@@ -61,10 +61,9 @@ describe('body bombs are refused before anything reaches the upstream', () => {
   test(`thousands of unknown members: the first ${MAX_EXPLAINED_PROBLEMS} are explained`, async () => {
     const names = Array.from({ length: MAX_JSON_VALUES - 1 }, (_, index) => `m${index}`);
     const answer = await postJson(harness, IMAGES, `{${names.map((name) => `"${name}":0`).join(',')}}`);
-    const details = names
-      .slice(0, MAX_EXPLAINED_PROBLEMS)
-      .map((param) => ({ param, message: 'is not a known parameter' }));
-    expectRefused(harness, answer, unknownMembers(details));
+    const [first = '', ...others] = names.slice(0, MAX_EXPLAINED_PROBLEMS);
+    const details = others.map((param) => ({ param, message: 'is not a known parameter' }));
+    expectRefused(harness, answer, unknownMember(first, details));
   });
 
   test('the gateway still serves', expectStillServing);

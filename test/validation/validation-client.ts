@@ -77,14 +77,17 @@ export function parameterError(param: string, message: string) {
   return errorBody(400, 'invalid_parameter', `${param} ${message}`, { param, details: [{ param, message }] });
 }
 
-export const UNKNOWN_MEMBERS = 'the body has members the service does not know; details names them';
+export const UNKNOWN_MEMBER = 'the member named by param is not a known parameter';
 
 /**
- * 400 unknown_parameter: each member the client invented named once, in `details` (with the other
- * problems), never in `param` or the message.
+ * 400 unknown_parameter: the first member the client invented named once, in `param` (never in the
+ * message), and every other problem in `details` (absent when there is none).
  */
-export function unknownMembers(details: { param: string; message: string }[]) {
-  return errorBody(400, 'unknown_parameter', UNKNOWN_MEMBERS, { details });
+export function unknownMember(param: string, otherProblems: { param: string; message: string }[] = []) {
+  return errorBody(400, 'unknown_parameter', UNKNOWN_MEMBER, {
+    param,
+    ...(otherProblems.length > 0 ? { details: otherProblems } : {}),
+  });
 }
 
 export function expectRefused(
