@@ -1,13 +1,14 @@
 // The gengate process: reads the configuration, starts the gateway, the admin server and (for the demo)
 // the built-in simulator, and owns signals and exit codes. Everything else is built in src/app.ts.
-import { dirname, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
+import { dirname } from 'node:path';
 import pino from 'pino';
 import { buildAdminApp } from './admin/app.ts';
 import { createReadiness } from './admin/readiness.ts';
 import { buildApp } from './app.ts';
 import { EXIT_CANNOT_LISTEN, EXIT_INVALID } from './cli/exit-codes.ts';
 import { cannotListenMessage, type ListenAddress } from './cli/listen-failure.ts';
+import { gengateVersion } from './cli/arguments.ts';
+import { readStartOptions } from './cli/start-options.ts';
 import { createTenantDirectory } from './auth/tenant-directory.ts';
 import { createCredentialStore } from './config/credentials.ts';
 import { ConfigError, loadConfig } from './config/load.ts';
@@ -19,12 +20,12 @@ import { isOverloaded } from './overload/shed-load.ts';
 import { openStore } from './store/open-store.ts';
 import { createUpstreamClient, upstreamClientOptions } from './upstream/client.ts';
 
-const DEMO_CONFIG_PATH = 'config/demo.yaml';
 // Below Kubernetes' default 30 s grace period, so in-flight requests finish before SIGKILL.
 const DRAIN_TIMEOUT_MS = 25_000;
 
-const { values: args } = parseArgs({ options: { config: { type: 'string' } }, strict: true });
-const configPath = resolve(args.config ?? process.env.GENGATE_CONFIG ?? DEMO_CONFIG_PATH);
+const startOptions = readStartOptions(process.argv.slice(2), process.env);
+if (typeof startOptions === 'number') process.exit(startOptions);
+const { configPath, configFrom } = startOptions;
 
 /** Configuration problems end the process with exit code 2 and every problem listed. */
 async function orExitOnConfigError<T>(step: () => Promise<T>): Promise<T> {
@@ -32,7 +33,7 @@ async function orExitOnConfigError<T>(step: () => Promise<T>): Promise<T> {
     return await step();
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
-    process.stderr.write(`gengate: invalid configuration ${configPath}\n`);
+    process.stderr.write(`gengate: invalid configuration ${configPath} (from ${configFrom})\n`);
     for (const problem of error.problems) process.stderr.write(`  ${problem.path}: ${problem.message}\n`);
     process.exit(EXIT_INVALID);
   }
@@ -62,9 +63,14 @@ const config = await orExitOnConfigError(() => loadConfig(configPath, startupEnv
 // Log lines are written asynchronously (a synchronous write per request was 4% of the CPU profile;
 // synchronous 4 KB writes would stall every request behind a slow log reader, docs/performance.md);
 // shutdown flushes them.
+// LOG_LEVEL is applied, and checked, by the loader (src/config/load.ts).
 const logger = pino(
-  { level: process.env.LOG_LEVEL ?? config.logging.level, base: { service: 'gengate' } },
+  { level: config.logging.level, base: { service: 'gengate' } },
   pino.destination({ sync: false }),
+);
+logger.info(
+  { config: configPath, configFrom, version: gengateVersion(), tenants: config.tenants.length },
+  'gengate starting',
 );
 const credentials = await orExitOnConfigError(() =>
   createCredentialStore(config.upstream.credentials, { baseDir: dirname(configPath), logger }),
@@ -122,11 +128,20 @@ const readiness = createReadiness({
 const admin = buildAdminApp({ logger, metrics, readiness });
 
 const { server: gatewayAddress, admin: adminAddress } = config;
+// Fastify's own "Server listening" line, naming which server it is.
 await orExitIfCannotListen('server.port', gatewayAddress, () =>
-  gateway.listen({ host: gatewayAddress.host, port: gatewayAddress.port }),
+  gateway.listen({
+    host: gatewayAddress.host,
+    port: gatewayAddress.port,
+    listenTextResolver: (address) => `gateway listening at ${address}`,
+  }),
 );
 await orExitIfCannotListen('admin.port', adminAddress, () =>
-  admin.listen({ host: adminAddress.host, port: adminAddress.port }),
+  admin.listen({
+    host: adminAddress.host,
+    port: adminAddress.port,
+    listenTextResolver: (address) => `admin listening at ${address}`,
+  }),
 );
 readiness.markReady();
 logger.info(

@@ -100,9 +100,55 @@ function pointerOf(segments: readonly PathSegment[]): string {
     .join('');
 }
 
-/** Validates `document` in place (defaults are filled in) and returns every problem found. */
-export function validateConfigShape(document: unknown): ShapeCheck {
+const INTEGER_TEXT = /^-?\d+$/;
+const NUMBER_TEXT = /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/;
+const BOOLEAN_TEXT: Record<string, boolean> = { true: true, false: false };
+
+/** `text` read as the schema's `type`, or undefined when it does not spell one. */
+function typedValue(text: string, type: unknown): number | boolean | undefined {
+  if (type === 'integer' && INTEGER_TEXT.test(text)) return Number(text);
+  if (type === 'number' && NUMBER_TEXT.test(text)) return Number(text);
+  if (type === 'boolean') return BOOLEAN_TEXT[text];
+  return undefined;
+}
+
+/**
+ * Gives the values at `paths` (strings that came whole from an environment variable) the type the schema
+ * asks for, where their text spells one. True when any changed.
+ */
+function typeTextValues(document: unknown, errors: readonly ErrorObject[], paths: readonly PathSegment[][]) {
+  let changed = false;
+  for (const error of errors) {
+    if (error.keyword !== 'type' || !paths.some((path) => pointerOf(path) === error.instancePath)) continue;
+    const segments = pointerSegments(error.instancePath);
+    const key = segments.pop();
+    const parent = segments.reduce<unknown>(
+      (node, segment) => (node as Record<string, unknown>)[segment],
+      document,
+    );
+    const text = (parent as Record<PathSegment, unknown>)[key ?? ''];
+    const value =
+      typeof text === 'string' ? typedValue(text, (error.params as { type: unknown }).type) : undefined;
+    if (value !== undefined) {
+      (parent as Record<PathSegment, unknown>)[key ?? ''] = value;
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+/**
+ * Validates `document` in place (defaults are filled in) and returns every problem found. The values at
+ * `typedFromText` are strings that may stand for a number or a boolean (see src/config/interpolate.ts).
+ */
+export function validateConfigShape(
+  document: unknown,
+  typedFromText: readonly PathSegment[][] = [],
+): ShapeCheck {
   if (validateConfigSchema(document)) return { problems: [], isWellFormed: () => true };
+  if (typeTextValues(document, validateConfigSchema.errors ?? [], typedFromText)) {
+    return validateConfigShape(document);
+  }
   const errors = validateConfigSchema.errors ?? [];
   // A failed union reports itself once; the reasons each branch failed would only confuse.
   const unionPaths = errors

@@ -1,4 +1,4 @@
-// The two configuration commands, run as an operator runs them: `npm run gengate -- ...` in a child process.
+// The configuration commands, check-config and new-key, run as an operator runs them: `npm run gengate -- ...` in a child process.
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -151,7 +151,7 @@ describe('gengate check-config', () => {
     expect(await runGengate(['check-config'])).toEqual({
       code: 2,
       stdout: '',
-      stderr: 'missing --config\nusage: npm run gengate -- check-config --config FILE [--skip-credentials]\n',
+      stderr: 'gengate check-config: missing --config FILE (see gengate check-config --help)\n',
     });
   });
 });
@@ -201,8 +201,7 @@ describe('gengate new-key', () => {
       code: 2,
       stdout: '',
       stderr:
-        'invalid tenant id "Team_A": must be 1 to 63 lowercase letters, digits or "-", starting with a letter or digit\n' +
-        'usage: npm run gengate -- new-key --tenant ID [--label TEXT] [--expires-at 2027-06-30T00:00:00Z]\n',
+        'gengate new-key: invalid tenant id "Team_A": must be 1 to 63 lowercase letters, digits or "-", starting with a letter or digit (see gengate new-key --help)\n',
     });
   });
 });
