@@ -11,7 +11,9 @@ import { gengateVersion } from './cli/arguments.ts';
 import { readStartOptions } from './cli/start-options.ts';
 import { createTenantDirectory } from './auth/tenant-directory.ts';
 import { createCredentialStore } from './config/credentials.ts';
+import { keyExpiryWarnings } from './config/key-expiry.ts';
 import { ConfigError, loadConfig } from './config/load.ts';
+import type { GatewayConfig } from './config/schema.ts';
 import { assertTenantsReloadable, sectionsNeedingRestart, watchConfig } from './config/reload.ts';
 import { createMetrics } from './observability/metrics.ts';
 import { startTenantCountersAtZero } from './gateway/tenant-series.ts';
@@ -72,6 +74,11 @@ logger.info(
   { config: configPath, configFrom, version: gengateVersion(), tenants: config.tenants.length },
   'gengate starting',
 );
+// The same warnings as check-config's, at start and on every reload.
+const warnAboutKeyExpiry = (tenants: GatewayConfig['tenants']) => {
+  for (const warning of keyExpiryWarnings(tenants, Date.now())) logger.warn(warning, 'tenant key expiry');
+};
+warnAboutKeyExpiry(config.tenants);
 const credentials = await orExitOnConfigError(() =>
   createCredentialStore(config.upstream.credentials, { baseDir: dirname(configPath), logger }),
 );
@@ -105,6 +112,7 @@ const configWatcher = watchConfig({
     assertTenantsReloadable(next, credentials);
     tenants = createTenantDirectory(next.tenants);
     startTenantCountersAtZero(next.tenants, { metrics, store });
+    warnAboutKeyExpiry(next.tenants);
     const restartOnly = sectionsNeedingRestart(config, next);
     if (restartOnly.length > 0)
       logger.warn({ sections: restartOnly }, 'changes outside tenants apply on restart');

@@ -42,14 +42,15 @@ type Mapping = Record<string, unknown>;
 export const isMapping = (value: unknown): value is Mapping =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-function wellFormedItems<T>(
+/** The items of `list` that passed the schema, each with its index in the file. */
+function wellFormedItems(
   list: unknown,
   at: PathSegment[],
   shape: ShapeCheck,
-): { index: number; item: T }[] {
+): { index: number; item: unknown }[] {
   if (!Array.isArray(list)) return [];
   return list.flatMap((item: unknown, index) =>
-    shape.isWellFormed([...at, index]) ? [{ index, item: item as T }] : [],
+    shape.isWellFormed([...at, index]) ? [{ index, item }] : [],
   );
 }
 
@@ -61,8 +62,8 @@ function tenantMembers(tenant: Mapping, index: number, shape: ShapeCheck): Tenan
     index,
     id: wellFormedString('id'),
     credential: wellFormedString('credential'),
-    keys: wellFormedItems<TenantKey>(tenant.keys, [...at, 'keys'], shape),
-    limits: wellFormedItems<TenantLimit>(tenant.limits, [...at, 'limits'], shape),
+    keys: wellFormedItems(tenant.keys, [...at, 'keys'], shape) as TenantMembers['keys'],
+    limits: wellFormedItems(tenant.limits, [...at, 'limits'], shape) as TenantMembers['limits'],
   };
 }
 

@@ -4,7 +4,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { METHODS } from 'node:http';
 import { errorEnvelope } from '../maxai/envelope.ts';
 import { allowedMethodsAt } from '../routing/route-table.ts';
-import { GatewayError, gatewayError } from './registry.ts';
+import { GatewayError, gatewayError, type ErrorCode } from './registry.ts';
 
 // Fastify's own error codes that describe a client mistake, mapped to gengate codes.
 function fromFastifyError(error: FastifyError): GatewayError | undefined {
@@ -36,7 +36,16 @@ export function toGatewayError(error: unknown): GatewayError {
   return gatewayError('internal_error', { cause: error });
 }
 
+// The code each error answer carried, for the request's log line (src/gateway/request-observer.ts).
+const answeredCodes = new WeakMap<FastifyReply, ErrorCode>();
+
+/** The error code the gateway answered this request with, if it answered with an error. */
+export function answeredErrorCode(reply: FastifyReply): ErrorCode | undefined {
+  return answeredCodes.get(reply);
+}
+
 function sendGatewayError(reply: FastifyReply, error: GatewayError): FastifyReply {
+  answeredCodes.set(reply, error.code);
   return reply
     .code(error.status)
     .headers(error.headers)

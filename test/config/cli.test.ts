@@ -1,42 +1,21 @@
 // The configuration commands, check-config and new-key, run as an operator runs them: `npm run gengate -- ...` in a child process.
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashTenantKey } from '../../src/auth/keys.ts';
 import { parseConfigText } from '../../src/config/load.ts';
+import { runGengate, type CommandResult } from '../support/run-command.ts';
 
-interface CommandResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+// Each test starts one or two npm processes; a loaded CI machine takes seconds for each.
+const PROCESSES_TIMEOUT_MS = 60_000;
 
 /** What check-config answers for a file it refuses: exit code 2, the file's name, one problem a line. */
 function refusedConfig(path: string, problems: string[]): CommandResult {
   return { code: 2, stdout: '', stderr: [`${path}: invalid configuration`, ...problems, ''].join('\n') };
 }
 
-function runGengate(args: string[]): Promise<CommandResult> {
-  return new Promise((resolve, reject) => {
-    // --silent keeps npm's own banner and warnings out of the command's output.
-    const child = spawn('npm', ['run', '--silent', 'gengate', '--', ...args], {
-      env: { ...process.env, REDIS_URL: '' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
-describe('gengate check-config', () => {
+describe('gengate check-config', { timeout: PROCESSES_TIMEOUT_MS }, () => {
   let folder: string;
   beforeAll(async () => {
     folder = await mkdtemp(join(tmpdir(), 'gengate-cli-'));
@@ -156,7 +135,7 @@ describe('gengate check-config', () => {
   });
 });
 
-describe('gengate new-key', () => {
+describe('gengate new-key', { timeout: PROCESSES_TIMEOUT_MS }, () => {
   it('prints a fresh key once and a config entry that loads and matches it', async () => {
     const result = await runGengate([
       'new-key',
