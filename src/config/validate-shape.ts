@@ -1,9 +1,16 @@
 // Checks the file against ConfigSchema and fills in defaults. Ajv's messages are rewritten into plain
 // words with dotted paths, and the noise of a failed union (one error per branch) folds into one line.
+import { isIP, isIPv4 } from 'node:net';
 import { Ajv, type ErrorObject } from 'ajv';
 import { isRfc3339DateTime } from './date-time.ts';
 import { formatPath, type ConfigProblem, type PathSegment } from './problems.ts';
-import { ConfigSchema, DATE_TIME_FORMAT, HTTP_BASE_URL_FORMAT, type GatewayConfig } from './schema.ts';
+import {
+  ConfigSchema,
+  DATE_TIME_FORMAT,
+  HTTP_BASE_URL_FORMAT,
+  PROXY_ADDRESSES_FORMAT,
+  type GatewayConfig,
+} from './schema.ts';
 
 function isHttpBaseUrl(value: string): boolean {
   if (!URL.canParse(value) || value.includes('?') || value.includes('#')) return false;
@@ -16,9 +23,27 @@ function isHttpBaseUrl(value: string): boolean {
   );
 }
 
+// proxy-addr (Fastify's trustProxy) throws at start-up on anything else: a comma-separated list of
+// addresses, `address/bits`, IPv4 `address/netmask`, and its named ranges.
+const NAMED_PROXY_RANGES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+function isProxyAddress(text: string): boolean {
+  if (NAMED_PROXY_RANGES.has(text)) return true;
+  const [address = '', mask, ...more] = text.split('/');
+  const family = isIP(address);
+  if (family === 0 || more.length > 0) return false;
+  if (mask === undefined) return true;
+  if (/^\d{1,3}$/.test(mask)) return Number(mask) <= (family === 4 ? 32 : 128);
+  return family === 4 && isIPv4(mask);
+}
+
+function isProxyAddressList(value: string): boolean {
+  return value.split(',').every((part) => isProxyAddress(part.trim()));
+}
+
 const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: true, verbose: true });
 ajv.addFormat(DATE_TIME_FORMAT, isRfc3339DateTime);
 ajv.addFormat(HTTP_BASE_URL_FORMAT, isHttpBaseUrl);
+ajv.addFormat(PROXY_ADDRESSES_FORMAT, isProxyAddressList);
 const validateConfigSchema = ajv.compile<GatewayConfig>(ConfigSchema);
 
 const TYPE_NAMES: Record<string, string> = {

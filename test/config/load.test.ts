@@ -301,6 +301,27 @@ tenants:
     expect(config.store.redis.keyPrefix).toBe('123');
   });
 
+  it('refuses a trustProxy that is no address, CIDR or named range, which Fastify would throw on at start', async () => {
+    const server = (trustProxy: string) => `server: { trustProxy: ${trustProxy} }\n`;
+    for (const accepted of [
+      '"10.0.0.0/8, 127.0.0.1"',
+      '[loopback, "fd00::/8", "10.0.0.0/255.0.0.0"]',
+      'true',
+    ]) {
+      await expect(parse(server(accepted))).resolves.toBeDefined();
+    }
+    for (const refused of ['notanaddress', '[10.0.0.0/33]', '"10.0.0.1/8/1"']) {
+      expect(await problemsOf(server(refused))).toEqual([
+        {
+          path: 'server.trustProxy',
+          message: 'must be true or false, an address or CIDR, or a list of them',
+        },
+      ]);
+    }
+    // `${TRUST}` holding true is the boolean, not an address named "true".
+    expect((await parse(server('"${TRUST}"'), { TRUST: 'true' })).server.trustProxy).toBe(true);
+  });
+
   it('names the variable a wrong value came from, and keeps a partly interpolated value a string', async () => {
     expect(
       await problemsOf('server: { port: "${PORT}" }\nadmin: { port: "9${PORT}" }\n', { PORT: 'eighty' }),
