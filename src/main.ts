@@ -64,8 +64,7 @@ const startupEnv = Object.freeze({ ...process.env });
 const config = await orExitOnConfigError(() => loadConfig(configPath, startupEnv, 'all'));
 // Log lines are written asynchronously (a synchronous write per request was 4% of the CPU profile;
 // synchronous 4 KB writes would stall every request behind a slow log reader, docs/performance.md);
-// shutdown flushes them.
-// LOG_LEVEL is applied, and checked, by the loader (src/config/load.ts).
+// shutdown flushes them. LOG_LEVEL is applied, and checked, by the loader (src/config/load.ts).
 const logger = pino(
   { level: config.logging.level, base: { service: 'gengate' } },
   pino.destination({ sync: false }),
