@@ -15,6 +15,10 @@ import { runCli, runCommand, runMain, type CommandResult } from '../support/run-
 const PROCESSES_TIMEOUT_MS = 60_000;
 const VERSION_LINE = `gengate ${gengateVersion()}\n`;
 
+// For Array.map: the processes of one test run side by side.
+const runCliWith = (args: string[]) => runCli(args);
+const runMainWith = (args: string[]) => runMain(args);
+
 /** A mistake's answer: one line on stderr, nothing on stdout, exit 2. */
 function mistake(line: string): CommandResult {
   return { code: 2, stdout: '', stderr: `${line}\n` };
@@ -37,18 +41,17 @@ describe(
     });
 
     it('an unknown option, -c or --config without a value: one line, exit 2', async () => {
-      expect(await runMain(['--port', '8000'])).toEqual(
+      const needsValue = mistake('gengate: option --config needs a value (see gengate --help)');
+      expect(
+        await Promise.all(
+          [['--port', '8000'], ['-c'], ['--config'], ['--config', '--demo']].map(runMainWith),
+        ),
+      ).toEqual([
         mistake('gengate: unknown option --port (see gengate --help)'),
-      );
-      expect(await runMain(['-c'])).toEqual(
-        mistake('gengate: option --config needs a value (see gengate --help)'),
-      );
-      expect(await runMain(['--config'])).toEqual(
-        mistake('gengate: option --config needs a value (see gengate --help)'),
-      );
-      expect(await runMain(['--config', '--demo'])).toEqual(
-        mistake('gengate: option --config needs a value (see gengate --help)'),
-      );
+        needsValue,
+        needsValue,
+        needsValue,
+      ]);
     });
 
     it('without --config, GENGATE_CONFIG or --demo it refuses to start and says how to pass one', async () => {
@@ -96,17 +99,19 @@ describe(
 
 describe('npm run gengate -- <command>', { timeout: PROCESSES_TIMEOUT_MS }, () => {
   it('--help, with or without a command, prints on stdout and exits 0', async () => {
-    for (const args of [['--help'], ['check-config', '--help'], ['new-key', '--help'], ['simulator', '-h']]) {
-      const result = await runCli(args);
+    const asked = [['--help'], ['check-config', '--help'], ['new-key', '--help'], ['simulator', '-h']];
+    const results = await Promise.all(asked.map(runCliWith));
+    for (const [index, result] of results.entries()) {
+      const args = asked[index];
       expect({ args, code: result.code, stderr: result.stderr }).toEqual({ args, code: 0, stderr: '' });
       expect(result.stdout).toMatch(/^usage: npm run gengate -- /);
     }
   });
 
   it('--version, with or without a command', async () => {
-    for (const args of [['--version'], ['check-config', '--version'], ['new-key', '--version']]) {
-      expect(await runCli(args)).toEqual({ code: 0, stdout: VERSION_LINE, stderr: '' });
-    }
+    const asked = [['--version'], ['check-config', '--version'], ['new-key', '--version']];
+    const version = { code: 0, stdout: VERSION_LINE, stderr: '' };
+    expect(await Promise.all(asked.map(runCliWith))).toEqual([version, version, version]);
   });
 
   it('an unknown command says so, exit 2', async () => {
@@ -118,18 +123,18 @@ describe('npm run gengate -- <command>', { timeout: PROCESSES_TIMEOUT_MS }, () =
   });
 
   it('an unknown option, a missing value or a stray argument: one line, exit 2', async () => {
-    expect(await runCli(['check-config', '--bogus'])).toEqual(
+    const asked = [
+      ['check-config', '--bogus'],
+      ['check-config', '--config'],
+      ['new-key', '--tenant', 'a', 'extra'],
+      ['simulator', '--port', 'http'],
+    ];
+    expect(await Promise.all(asked.map(runCliWith))).toEqual([
       mistake('gengate check-config: unknown option --bogus (see gengate check-config --help)'),
-    );
-    expect(await runCli(['check-config', '--config'])).toEqual(
       mistake('gengate check-config: option --config needs a value (see gengate check-config --help)'),
-    );
-    expect(await runCli(['new-key', '--tenant', 'a', 'extra'])).toEqual(
       mistake('gengate new-key: unexpected argument extra (see gengate new-key --help)'),
-    );
-    expect(await runCli(['simulator', '--port', 'http'])).toEqual(
       mistake('gengate simulator: --port must be a non-negative integer (see gengate simulator --help)'),
-    );
+    ]);
   });
 });
 
