@@ -29,14 +29,23 @@ const startOptions = readStartOptions(process.argv.slice(2), process.env);
 if (typeof startOptions === 'number') process.exit(startOptions);
 const { configPath, configFrom } = startOptions;
 
-/** Configuration problems end the process with exit code 2 and every problem listed. */
+/**
+ * Configuration problems end the process with exit code 2 and every problem listed; a single one (a bad
+ * LOG_LEVEL, say) is one line, as a mistake on the command line is.
+ */
 async function orExitOnConfigError<T>(step: () => Promise<T>): Promise<T> {
   try {
     return await step();
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
-    process.stderr.write(`gengate: invalid configuration ${configPath} (from ${configFrom})\n`);
-    for (const problem of error.problems) process.stderr.write(`  ${problem.path}: ${problem.message}\n`);
+    const heading = `gengate: invalid configuration ${configPath} (from ${configFrom})`;
+    const [only, ...more] = error.problems;
+    if (only !== undefined && more.length === 0) {
+      process.stderr.write(`${heading}: ${only.path}: ${only.message}\n`);
+    } else {
+      process.stderr.write(`${heading}\n`);
+      for (const problem of error.problems) process.stderr.write(`  ${problem.path}: ${problem.message}\n`);
+    }
     process.exit(EXIT_INVALID);
   }
 }

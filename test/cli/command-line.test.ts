@@ -62,7 +62,7 @@ describe(
       );
     });
 
-    it('LOG_LEVEL=verbose and REDIS_URL=notaurl are configuration problems naming the variable, exit 2', async () => {
+    it('LOG_LEVEL=verbose and REDIS_URL=notaurl: one line naming the variable, exit 2', async () => {
       const demo = join(process.cwd(), 'config/demo.yaml');
       // `npm start` alone picks the demo's file (and stops at the bad variable, before listening).
       const npmStart = ['run', '--silent', 'start'];
@@ -72,15 +72,15 @@ describe(
         code: 2,
         stdout: '',
         stderr:
-          `gengate: invalid configuration ${demo} (from --demo)\n` +
-          '  logging.level: must be one of fatal, error, warn, info, debug, trace, silent (from the environment: LOG_LEVEL)\n',
+          `gengate: invalid configuration ${demo} (from --demo): ` +
+          'logging.level: must be one of fatal, error, warn, info, debug, trace, silent (from the environment: LOG_LEVEL)\n',
       });
       expect(await runMain(['--config', 'config/demo.yaml'], { env: { REDIS_URL: 'notaurl' } })).toEqual({
         code: 2,
         stdout: '',
         stderr:
-          `gengate: invalid configuration ${demo} (from --config)\n` +
-          '  store.redis.url: must be a redis:// or rediss:// URL (from the environment: REDIS_URL)\n',
+          `gengate: invalid configuration ${demo} (from --config): ` +
+          'store.redis.url: must be a redis:// or rediss:// URL (from the environment: REDIS_URL)\n',
       });
     });
 
@@ -90,8 +90,8 @@ describe(
         code: 2,
         stdout: '',
         stderr:
-          `gengate: invalid configuration ${absent} (from GENGATE_CONFIG)\n` +
-          `  ${absent}: cannot read the configuration file: no such file\n`,
+          `gengate: invalid configuration ${absent} (from GENGATE_CONFIG): ` +
+          `${absent}: cannot read the configuration file: no such file\n`,
       });
     });
   },
