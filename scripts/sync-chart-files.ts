@@ -6,7 +6,7 @@
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import prettier from 'prettier';
-import { ConfigSchema } from '../src/config/schema.ts';
+import { ConfigSchema, HTTP_BASE_URL_FORMAT, PROXY_ADDRESSES_FORMAT } from '../src/config/schema.ts';
 
 const REPOSITORY_ROOT = path.resolve(import.meta.dirname, '..');
 const CHART_DIRECTORY = 'helm/gengate';
@@ -17,7 +17,7 @@ const RULES_COPY = `${CHART_DIRECTORY}/files/gengate.rules.yaml`;
 export const VALUES_SCHEMA = `${CHART_DIRECTORY}/values.schema.json`;
 
 // Formats only gengate's own validator knows (it registers them); Helm's validator would refuse the schema.
-const GENGATE_ONLY_FORMATS = new Set(['http-base-url']);
+const GENGATE_ONLY_FORMATS = new Set([HTTP_BASE_URL_FORMAT, PROXY_ADDRESSES_FORMAT]);
 
 /** A file of the chart as it should be (content), or as it should not exist (undefined). */
 export interface ChartFile {

@@ -1,17 +1,20 @@
 // The gengate process: reads the configuration, starts the gateway, the admin server and (for the demo)
 // the built-in simulator, and owns signals and exit codes. Everything else is built in src/app.ts.
-import { dirname, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
+import { dirname } from 'node:path';
 import pino from 'pino';
 import { buildAdminApp } from './admin/app.ts';
 import { createReadiness } from './admin/readiness.ts';
 import { buildApp } from './app.ts';
 import { EXIT_CANNOT_LISTEN, EXIT_INVALID } from './cli/exit-codes.ts';
 import { cannotListenMessage, type ListenAddress } from './cli/listen-failure.ts';
+import { gengateVersion } from './cli/arguments.ts';
+import { readStartOptions } from './cli/start-options.ts';
 import { createTenantDirectory } from './auth/tenant-directory.ts';
 import { createCredentialStore } from './config/credentials.ts';
 import { tenantConfigHash } from './config/identity.ts';
+import { keyExpiryWarnings } from './config/key-expiry.ts';
 import { ConfigError, loadConfig } from './config/load.ts';
+import type { GatewayConfig } from './config/schema.ts';
 import { assertTenantsReloadable, sectionsNeedingRestart, watchConfig } from './config/reload.ts';
 import { createMetrics } from './observability/metrics.ts';
 import { startTenantCountersAtZero } from './gateway/tenant-series.ts';
@@ -21,21 +24,30 @@ import { openStore } from './store/open-store.ts';
 import { createUpstreamClient, upstreamClientOptions } from './upstream/client.ts';
 import { checkCredential, createCredentialHealth } from './upstream/credential-health.ts';
 
-const DEMO_CONFIG_PATH = 'config/demo.yaml';
 // Below Kubernetes' default 30 s grace period, so in-flight requests finish before SIGKILL.
 const DRAIN_TIMEOUT_MS = 25_000;
 
-const { values: args } = parseArgs({ options: { config: { type: 'string' } }, strict: true });
-const configPath = resolve(args.config ?? process.env.GENGATE_CONFIG ?? DEMO_CONFIG_PATH);
+const startOptions = readStartOptions(process.argv.slice(2), process.env);
+if (typeof startOptions === 'number') process.exit(startOptions);
+const { configPath, configFrom } = startOptions;
 
-/** Configuration problems end the process with exit code 2 and every problem listed. */
+/**
+ * Configuration problems end the process with exit code 2 and every problem listed; a single one (a bad
+ * LOG_LEVEL, say) is one line, as a mistake on the command line is.
+ */
 async function orExitOnConfigError<T>(step: () => Promise<T>): Promise<T> {
   try {
     return await step();
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
-    process.stderr.write(`gengate: invalid configuration ${configPath}\n`);
-    for (const problem of error.problems) process.stderr.write(`  ${problem.path}: ${problem.message}\n`);
+    const heading = `gengate: invalid configuration ${configPath} (from ${configFrom})`;
+    const [only, ...more] = error.problems;
+    if (only !== undefined && more.length === 0) {
+      process.stderr.write(`${heading}: ${only.path}: ${only.message}\n`);
+    } else {
+      process.stderr.write(`${heading}\n`);
+      for (const problem of error.problems) process.stderr.write(`  ${problem.path}: ${problem.message}\n`);
+    }
     process.exit(EXIT_INVALID);
   }
 }
@@ -63,13 +75,22 @@ const startupEnv = Object.freeze({ ...process.env });
 const config = await orExitOnConfigError(() => loadConfig(configPath, startupEnv, 'all'));
 // Log lines are written asynchronously (a synchronous write per request was 4% of the CPU profile;
 // synchronous 4 KB writes would stall every request behind a slow log reader, docs/performance.md);
-// shutdown flushes them.
+// shutdown flushes them. LOG_LEVEL is applied, and checked, by the loader (src/config/load.ts).
 const logger = pino(
-  { level: process.env.LOG_LEVEL ?? config.logging.level, base: { service: 'gengate' } },
+  { level: config.logging.level, base: { service: 'gengate' } },
   pino.destination({ sync: false }),
 );
 // A rotated token is checked with the upstream as soon as the upstream client exists (below).
 let checkRotatedCredential: (name: string) => void = () => undefined;
+logger.info(
+  { config: configPath, configFrom, version: gengateVersion(), tenants: config.tenants.length },
+  'gengate starting',
+);
+// The same warnings as check-config's, at start and on every reload.
+const warnAboutKeyExpiry = (tenants: GatewayConfig['tenants']) => {
+  for (const warning of keyExpiryWarnings(tenants, Date.now())) logger.warn(warning, 'tenant key expiry');
+};
+warnAboutKeyExpiry(config.tenants);
 const credentials = await orExitOnConfigError(() =>
   createCredentialStore(config.upstream.credentials, {
     baseDir: dirname(configPath),
@@ -111,6 +132,7 @@ const configWatcher = watchConfig({
     assertTenantsReloadable(next, credentials);
     tenants = createTenantDirectory(next.tenants);
     startTenantCountersAtZero(next.tenants, { metrics, store });
+    warnAboutKeyExpiry(next.tenants);
     const restartOnly = sectionsNeedingRestart(config, next);
     if (restartOnly.length > 0)
       logger.warn({ sections: restartOnly }, 'changes outside tenants apply on restart');
@@ -141,11 +163,20 @@ const readiness = createReadiness({
 const admin = buildAdminApp({ logger, metrics, readiness });
 
 const { server: gatewayAddress, admin: adminAddress } = config;
+// Fastify's own "Server listening" line, naming which server it is.
 await orExitIfCannotListen('server.port', gatewayAddress, () =>
-  gateway.listen({ host: gatewayAddress.host, port: gatewayAddress.port }),
+  gateway.listen({
+    host: gatewayAddress.host,
+    port: gatewayAddress.port,
+    listenTextResolver: (address) => `gateway listening at ${address}`,
+  }),
 );
 await orExitIfCannotListen('admin.port', adminAddress, () =>
-  admin.listen({ host: adminAddress.host, port: adminAddress.port }),
+  admin.listen({
+    host: adminAddress.host,
+    port: adminAddress.port,
+    listenTextResolver: (address) => `admin listening at ${address}`,
+  }),
 );
 readiness.markReady();
 for (const name of Object.keys(config.upstream.credentials)) checkUpstreamCredential(name);

@@ -33,7 +33,12 @@ export function hashTenantKey(key: string): string {
   return hash('sha256', key, 'hex');
 }
 
+/** The part of a key the configuration keeps and logs may show: its first 8 characters. */
+export function keyPrefixOf(key: string): string {
+  return key.slice(0, KEY_PREFIX_LENGTH);
+}
+
 export function generateTenantKey(): TenantKey {
   const key = TENANT_KEY_PREFIX + randomBase62(KEY_RANDOM_CHARACTERS);
-  return { key, sha256: hashTenantKey(key), prefix: key.slice(0, KEY_PREFIX_LENGTH) };
+  return { key, sha256: hashTenantKey(key), prefix: keyPrefixOf(key) };
 }

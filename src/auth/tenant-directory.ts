@@ -2,11 +2,28 @@
 // Rebuilt as a whole on configuration reload; the request path only reads it.
 import type { TenantConfig } from '../config/schema.ts';
 import { gatewayError } from '../errors/registry.ts';
-import { hashTenantKey } from './keys.ts';
+import { hashTenantKey, keyPrefixOf } from './keys.ts';
 
 export interface AuthenticatedCaller {
   tenant: TenantConfig;
   keyPrefix: string;
+}
+
+/** The cause of an expired_api_key refusal: whose key it was, for the request's log line. */
+export class ExpiredKey extends Error {
+  readonly tenantId: string;
+  readonly keyPrefix: string;
+  constructor(tenantId: string, keyPrefix: string) {
+    super(`key ${keyPrefix} of tenant ${tenantId} has expired`);
+    this.tenantId = tenantId;
+    this.keyPrefix = keyPrefix;
+  }
+}
+
+/** The prefix the configuration would keep of a well-formed presented key (never more of it). */
+export function presentedKeyPrefix(authorization: string | undefined): string | undefined {
+  const key = authorization === undefined ? undefined : BEARER_PATTERN.exec(authorization)?.[1];
+  return key !== undefined && TENANT_KEY_PATTERN.test(key) ? keyPrefixOf(key) : undefined;
 }
 
 interface KeyEntry {
@@ -45,7 +62,11 @@ export function createTenantDirectory(tenants: readonly TenantConfig[]): TenantD
         throw gatewayError('invalid_api_key', { headers: WWW_AUTHENTICATE });
       }
       if (entry.expiresAtMs <= nowMs) {
-        throw gatewayError('expired_api_key', { keyPrefix: entry.prefix }, { headers: WWW_AUTHENTICATE });
+        throw gatewayError(
+          'expired_api_key',
+          { keyPrefix: entry.prefix },
+          { headers: WWW_AUTHENTICATE, cause: new ExpiredKey(entry.tenant.id, entry.prefix) },
+        );
       }
       return { tenant: entry.tenant, keyPrefix: entry.prefix };
     },

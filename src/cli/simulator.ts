@@ -1,9 +1,10 @@
 // `npm run gengate -- simulator`: the upstream simulator alone, until SIGINT or SIGTERM.
 import { once } from 'node:events';
-import { parseArgs } from 'node:util';
+import type { ParseArgsOptionsConfig } from 'node:util';
 import { DEFAULT_PROCESSING_MS, DEFAULT_QUEUED_MS, DEFAULT_REQUESTS_PER_MINUTE } from '../simulator/app.ts';
 import { startSimulator, type SimulatorServer } from '../simulator/server.ts';
-import { EXIT_CANNOT_LISTEN, EXIT_INVALID, EXIT_OK } from './exit-codes.ts';
+import { readArguments, reportUsageError, type CommandSpec } from './arguments.ts';
+import { EXIT_CANNOT_LISTEN, EXIT_OK } from './exit-codes.ts';
 import { cannotListenMessage } from './listen-failure.ts';
 import type { SimulatedToken } from '../simulator/accounts.ts';
 
@@ -15,15 +16,33 @@ const DEMO_TOKENS: SimulatedToken[] = [
   { name: 'research', token: 'sim_research_8e2d6b4f1a9c7e5d' },
 ];
 
-const USAGE = `usage: npm run gengate -- simulator [options]
+export const SIMULATOR_COMMAND = {
+  name: 'gengate simulator',
+  help: `usage: npm run gengate -- simulator [options]
+
+Runs the upstream simulator alone, until SIGINT or SIGTERM.
+
+options:
   --port N             port to listen on (default ${DEFAULT_PORT}; 0 picks a free one)
   --host HOST          address to listen on (default ${DEFAULT_HOST})
   --token NAME=TOKEN   an upstream account and its token; repeatable (default: the two demo tokens)
   --queued-ms N        time a job stays queued (default ${DEFAULT_QUEUED_MS})
   --processing-ms N    time a job stays processing (default ${DEFAULT_PROCESSING_MS})
   --rpm N              requests per minute per account (default ${DEFAULT_REQUESTS_PER_MINUTE})
-`;
+  -h, --help           print this help
+  --version            print the version
+`,
+  options: {
+    port: { type: 'string' },
+    host: { type: 'string' },
+    token: { type: 'string', multiple: true },
+    'queued-ms': { type: 'string' },
+    'processing-ms': { type: 'string' },
+    rpm: { type: 'string' },
+  },
+} as const satisfies CommandSpec<ParseArgsOptionsConfig>;
 
+/** A mistake in an option's value, told in one line. */
 class UsageError extends Error {}
 
 function nonNegativeInteger(name: string, text: string | undefined): number | undefined {
@@ -39,45 +58,30 @@ function parseToken(text: string): SimulatedToken {
   return { name: text.slice(0, separator), token: text.slice(separator + 1) };
 }
 
+/** The simulator's options, or the exit code once help, the version or a mistake has been written. */
 function parseOptions(argv: string[]) {
-  const { values } = parseArgs({
-    args: argv,
-    strict: true,
-    options: {
-      port: { type: 'string' },
-      host: { type: 'string' },
-      token: { type: 'string', multiple: true },
-      'queued-ms': { type: 'string' },
-      'processing-ms': { type: 'string' },
-      rpm: { type: 'string' },
-      help: { type: 'boolean' },
-    },
-  });
-  const requestsPerMinute = nonNegativeInteger('rpm', values.rpm);
-  if (requestsPerMinute === 0) throw new UsageError('--rpm must be at least 1');
-  return {
-    help: values.help === true,
-    host: values.host ?? DEFAULT_HOST,
-    port: nonNegativeInteger('port', values.port) ?? DEFAULT_PORT,
-    tokens: values.token === undefined ? DEMO_TOKENS : values.token.map(parseToken),
-    queuedMs: nonNegativeInteger('queued-ms', values['queued-ms']),
-    processingMs: nonNegativeInteger('processing-ms', values['processing-ms']),
-    requestsPerMinute,
-  };
+  const values = readArguments(SIMULATOR_COMMAND, argv);
+  if (typeof values === 'number') return values;
+  try {
+    const requestsPerMinute = nonNegativeInteger('rpm', values.rpm);
+    if (requestsPerMinute === 0) throw new UsageError('--rpm must be at least 1');
+    return {
+      host: values.host ?? DEFAULT_HOST,
+      port: nonNegativeInteger('port', values.port) ?? DEFAULT_PORT,
+      tokens: values.token === undefined ? DEMO_TOKENS : values.token.map(parseToken),
+      queuedMs: nonNegativeInteger('queued-ms', values['queued-ms']),
+      processingMs: nonNegativeInteger('processing-ms', values['processing-ms']),
+      requestsPerMinute,
+    };
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    return reportUsageError(SIMULATOR_COMMAND.name, error.message);
+  }
 }
 
 export async function simulatorCommand(argv: string[]): Promise<number> {
-  let options: ReturnType<typeof parseOptions>;
-  try {
-    options = parseOptions(argv);
-  } catch (error) {
-    process.stderr.write(`gengate simulator: ${(error as Error).message}\n${USAGE}`);
-    return EXIT_INVALID;
-  }
-  if (options.help) {
-    process.stdout.write(USAGE);
-    return EXIT_OK;
-  }
+  const options = parseOptions(argv);
+  if (typeof options === 'number') return options;
   let simulator: SimulatorServer;
   try {
     simulator = await startSimulator(options);

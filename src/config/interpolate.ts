@@ -1,15 +1,38 @@
 // Replaces `${NAME}` in every string value with the environment variable NAME; `$${` stands for a
 // literal `${`. Keys are never interpolated. Builds a fresh tree so YAML aliases stay independent.
+// Each value that came from the environment is remembered, so that a problem with it names the variable
+// (the file's text is not where the mistake is), and so that a value that is one reference alone can
+// take the type the schema asks for (`port: ${PORT}` with PORT=8080 is the integer 8080).
 import { formatPath, type ConfigProblem, type PathSegment } from './problems.ts';
 import { ENV_NAME_PATTERN } from './schema.ts';
 
 const REFERENCE = /\$(\$?)\{([^}]*)\}/g;
+const WHOLE_REFERENCE = /^\$\{([^}]*)\}$/;
 const ENV_NAME = new RegExp(ENV_NAME_PATTERN);
 
-export function interpolateEnv(value: unknown, env: NodeJS.ProcessEnv, problems: ConfigProblem[]): unknown {
+/** A value of the document that came, in whole or in part, from environment variables. */
+export interface EnvSource {
+  path: PathSegment[];
+  variables: string[];
+  /** The value is one reference and nothing else, so it may be read as a number or a boolean. */
+  whole: boolean;
+}
+
+export interface Interpolated {
+  document: unknown;
+  sources: EnvSource[];
+}
+
+export function interpolateEnv(
+  value: unknown,
+  env: NodeJS.ProcessEnv,
+  problems: ConfigProblem[],
+): Interpolated {
+  const sources: EnvSource[] = [];
   const walk = (node: unknown, path: PathSegment[]): unknown => {
     if (typeof node === 'string') {
-      return node.replace(REFERENCE, (reference, escaped: string, name: string) => {
+      const variables: string[] = [];
+      const replaced = node.replace(REFERENCE, (reference, escaped: string, name: string) => {
         if (escaped !== '') return reference.slice(1);
         if (!ENV_NAME.test(name)) {
           problems.push({
@@ -23,8 +46,11 @@ export function interpolateEnv(value: unknown, env: NodeJS.ProcessEnv, problems:
           problems.push({ path: formatPath(path), message: `environment variable ${name} is not set` });
           return reference;
         }
+        variables.push(name);
         return replacement;
       });
+      if (variables.length > 0) sources.push({ path, variables, whole: WHOLE_REFERENCE.test(node) });
+      return replaced;
     }
     if (Array.isArray(node)) return node.map((item: unknown, index) => walk(item, [...path, index]));
     if (typeof node === 'object' && node !== null) {
@@ -32,5 +58,5 @@ export function interpolateEnv(value: unknown, env: NodeJS.ProcessEnv, problems:
     }
     return node;
   };
-  return walk(value, []);
+  return { document: walk(value, []), sources };
 }

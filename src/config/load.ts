@@ -1,4 +1,4 @@
-// Loads the configuration: YAML → `${NAME}` interpolation → REDIS_URL override → schema and defaults →
+// Loads the configuration: YAML → `${NAME}` interpolation → REDIS_URL and LOG_LEVEL overrides → schema and defaults →
 // cross-references → the credentials' values. Every problem found is reported at once in a ConfigError:
 // when parts of the file have shape problems, the later checks still run on the parts that passed the
 // schema. Only a file that cannot be read, an empty one, or YAML that does not parse stops the pass
@@ -12,7 +12,7 @@ import {
   redisFileProblems,
 } from './credentials.ts';
 import { toIsoDateTime } from './date-time.ts';
-import { interpolateEnv } from './interpolate.ts';
+import { interpolateEnv, type EnvSource } from './interpolate.ts';
 import { ConfigError, formatPath, type ConfigProblem } from './problems.ts';
 import type { GatewayConfig } from './schema.ts';
 import { checkConfigSemantics } from './semantic-checks.ts';
@@ -49,13 +49,43 @@ function childMapping(parent: Record<string, unknown>, key: string): Record<stri
   return isMapping(child) ? child : undefined;
 }
 
-// REDIS_URL, as deployment platforms set it, wins over the file; the schema then validates it.
-function applyRedisUrlOverride(document: unknown, env: NodeJS.ProcessEnv): void {
-  const redisUrl = env.REDIS_URL;
-  if (redisUrl === undefined || redisUrl === '' || !isMapping(document)) return;
-  const store = childMapping(document, 'store');
-  const redis = store === undefined ? undefined : childMapping(store, 'redis');
-  if (redis !== undefined) redis.url = redisUrl;
+// Variables that, when set, win over a value of the file: REDIS_URL as deployment platforms set it, and
+// LOG_LEVEL. The schema then validates them like the file's own values.
+const ENV_OVERRIDES = [
+  { variable: 'REDIS_URL', path: ['store', 'redis', 'url'] },
+  { variable: 'LOG_LEVEL', path: ['logging', 'level'] },
+] as const;
+
+function applyEnvOverrides(document: unknown, env: NodeJS.ProcessEnv): EnvSource[] {
+  const applied: EnvSource[] = [];
+  for (const { variable, path } of ENV_OVERRIDES) {
+    const value = env[variable];
+    if (value === undefined || value === '' || !isMapping(document)) continue;
+    const parent = path
+      .slice(0, -1)
+      .reduce<Record<string, unknown> | undefined>(
+        (node, key) => (node === undefined ? undefined : childMapping(node, key)),
+        document,
+      );
+    if (parent === undefined) continue;
+    parent[path[path.length - 1] ?? ''] = value;
+    applied.push({ path: [...path], variables: [variable], whole: false });
+  }
+  return applied;
+}
+
+// A value that came from the environment is wrong in the environment, not in the file: say which variable.
+function nameTheVariables(
+  problems: readonly ConfigProblem[],
+  sources: readonly EnvSource[],
+): ConfigProblem[] {
+  const variablesAt = new Map(sources.map((source) => [formatPath(source.path), source.variables]));
+  return problems.map((problem) => {
+    const variables = variablesAt.get(problem.path);
+    if (variables === undefined) return problem;
+    const names = variables.join(', ');
+    return { ...problem, message: `${problem.message} (from the environment: ${names})` };
+  });
 }
 
 function normaliseExpiryDates(config: GatewayConfig): void {
@@ -89,10 +119,13 @@ export async function parseConfigText(text: string, options: ParseConfigOptions)
   if (parsed === null) throw new ConfigError([EMPTY_DOCUMENT_PROBLEM]);
 
   const problems: ConfigProblem[] = [];
-  const document = interpolateEnv(parsed, options.env, problems);
-  applyRedisUrlOverride(document, options.env);
-  const shape = validateConfigShape(document);
-  problems.push(...shape.problems);
+  const { document, sources } = interpolateEnv(parsed, options.env, problems);
+  sources.push(...applyEnvOverrides(document, options.env));
+  const shape = validateConfigShape(
+    document,
+    sources.filter((source) => source.whole).map((source) => source.path),
+  );
+  problems.push(...nameTheVariables(shape.problems, sources));
   const parts = wellFormedParts(document, shape);
   problems.push(...checkConfigSemantics(parts));
   if (credentialChecks !== 'none') problems.push(...envCredentialProblems(parts.credentials, options.env));
@@ -110,10 +143,15 @@ export async function parseConfigText(text: string, options: ParseConfigOptions)
   return deepFreeze(config);
 }
 
+/**
+ * Reads and checks the file at `path`. Relative credential files are read from its folder, or from
+ * `baseDir`, where the file is meant to be installed (check-config --against).
+ */
 export async function loadConfig(
   path: string,
   env: NodeJS.ProcessEnv,
   credentialChecks?: CredentialChecks,
+  baseDir: string = dirname(resolve(path)),
 ): Promise<GatewayConfig> {
   let text: string;
   try {
@@ -122,5 +160,5 @@ export async function loadConfig(
     const reason = (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : String(error);
     throw new ConfigError([{ path, message: `cannot read the configuration file: ${reason}` }]);
   }
-  return parseConfigText(text, { env, baseDir: dirname(resolve(path)), credentialChecks });
+  return parseConfigText(text, { env, baseDir, credentialChecks });
 }

@@ -4,7 +4,7 @@
 import type { Logger } from 'pino';
 import type { Counter } from 'prom-client';
 import { tenantConfigHash } from './identity.ts';
-import { ConfigError } from './problems.ts';
+import { ConfigError, formatPath, type ConfigProblem } from './problems.ts';
 import type { GatewayConfig } from './schema.ts';
 import { watchFileChanges } from './watch-file.ts';
 
@@ -110,23 +110,34 @@ export function watchConfig(options: ConfigWatcherOptions): ConfigWatcher {
 }
 
 /**
- * A reload changes tenants only; the rest of the file is read at start-up. A new file whose tenants use an
- * upstream credential the running process does not hold cannot be applied without a restart, so it is
- * refused like an invalid file.
+ * What a reload would refuse in `next`, given the credentials the running process holds. A reload changes
+ * tenants only; the rest of the file is read at start-up. A new file whose tenants use an upstream
+ * credential the running process does not hold cannot be applied without a restart. The running gateway
+ * and `check-config --against` ask this same question.
  */
+export function reloadRefusals(
+  next: GatewayConfig,
+  credentials: { has(name: string): boolean },
+): ConfigProblem[] {
+  return next.tenants.flatMap((tenant, index) =>
+    credentials.has(tenant.credential)
+      ? []
+      : [
+          {
+            path: formatPath(['tenants', index, 'credential']),
+            message: `credential "${tenant.credential}" is new: a reload refuses it, upstream credentials change only on restart`,
+          },
+        ],
+  );
+}
+
+/** Throws the refusals of reloadRefusals, so the watcher refuses the file like an invalid one. */
 export function assertTenantsReloadable(
   next: GatewayConfig,
   credentials: { has(name: string): boolean },
 ): void {
-  const missing = next.tenants.filter((tenant) => !credentials.has(tenant.credential));
-  if (missing.length > 0) {
-    throw new ConfigError(
-      missing.map((tenant) => ({
-        path: `tenants.${tenant.id}.credential`,
-        message: `credential "${tenant.credential}" is new: upstream credentials change only on restart`,
-      })),
-    );
-  }
+  const refusals = reloadRefusals(next, credentials);
+  if (refusals.length > 0) throw new ConfigError(refusals);
 }
 
 /** The top-level sections, other than tenants, that differ between two configurations. */

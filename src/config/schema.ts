@@ -52,6 +52,8 @@ const MAX_UPSTREAM_STEPS = 50;
 // Custom Ajv formats, registered by the loader.
 export const DATE_TIME_FORMAT = 'date-time';
 export const HTTP_BASE_URL_FORMAT = 'http-base-url';
+/** What Fastify's trustProxy takes as a string: addresses, CIDRs and proxy-addr's named ranges. */
+export const PROXY_ADDRESSES_FORMAT = 'proxy-addresses';
 
 const object = <T extends Parameters<typeof Type.Object>[0]>(properties: T, defaultValue?: object) =>
   Type.Object(properties, {
@@ -78,8 +80,8 @@ const ServerSchema = object(
     trustProxy: Type.Union(
       [
         Type.Boolean(),
-        Type.String({ minLength: 1 }),
-        Type.Array(Type.String({ minLength: 1 }), { minItems: 1 }),
+        Type.String({ minLength: 1, format: PROXY_ADDRESSES_FORMAT }),
+        Type.Array(Type.String({ minLength: 1, format: PROXY_ADDRESSES_FORMAT }), { minItems: 1 }),
       ],
       { default: false, description: 'true or false, an address or CIDR, or a list of them' },
     ),

@@ -6,42 +6,44 @@ import { formatPath, type ConfigProblem } from './problems.ts';
 import type { WellFormedParts } from './well-formed-parts.ts';
 
 type Tenants = WellFormedParts['tenants'];
+type Members = WellFormedParts['tenantMembers'];
 
-function checkUniqueTenantIds(tenants: Tenants, problems: ConfigProblem[]): void {
+function checkUniqueTenantIds(tenants: Members, problems: ConfigProblem[]): void {
   const firstIndex = new Map<string, number>();
-  for (const { index, tenant } of tenants) {
-    const earlier = firstIndex.get(tenant.id);
-    if (earlier === undefined) firstIndex.set(tenant.id, index);
+  for (const { index, id } of tenants) {
+    if (id === undefined) continue;
+    const earlier = firstIndex.get(id);
+    if (earlier === undefined) firstIndex.set(id, index);
     else {
       problems.push({
         path: formatPath(['tenants', index, 'id']),
-        message: `tenant id "${tenant.id}" is already used by ${formatPath(['tenants', earlier])}`,
+        message: `tenant id "${id}" is already used by ${formatPath(['tenants', earlier])}`,
       });
     }
   }
 }
 
 // A hash listed twice would make one key authenticate as two tenants, or hide a label and an expiry.
-function checkUniqueKeyHashes(tenants: Tenants, problems: ConfigProblem[]): void {
+function checkUniqueKeyHashes(tenants: Members, problems: ConfigProblem[]): void {
   const firstPath = new Map<string, string>();
-  for (const { index: tenantIndex, tenant } of tenants) {
-    tenant.keys.forEach((key, keyIndex) => {
+  for (const { index: tenantIndex, keys } of tenants) {
+    for (const { index: keyIndex, item: key } of keys) {
       const path = formatPath(['tenants', tenantIndex, 'keys', keyIndex, 'sha256']);
       const earlier = firstPath.get(key.sha256);
       if (earlier === undefined) firstPath.set(key.sha256, path);
       else problems.push({ path, message: `the same key hash is already listed at ${earlier}` });
-    });
+    }
   }
 }
 
-function checkLimitIds(tenants: Tenants, problems: ConfigProblem[]): void {
-  for (const { index: tenantIndex, tenant } of tenants) {
+function checkLimitIds(tenants: Members, problems: ConfigProblem[]): void {
+  for (const { index: tenantIndex, id: tenantId, limits } of tenants) {
     const seen = new Set<string>();
-    tenant.limits.forEach((limit, limitIndex) => {
+    for (const { index: limitIndex, item: limit } of limits) {
       if (seen.has(limit.id)) {
         problems.push({
           path: formatPath(['tenants', tenantIndex, 'limits', limitIndex, 'id']),
-          message: `limit id "${limit.id}" is used twice in tenant "${tenant.id}"`,
+          message: `limit id "${limit.id}" is used twice in tenant "${tenantId ?? tenantIndex}"`,
         });
       }
       seen.add(limit.id);
@@ -51,25 +53,31 @@ function checkLimitIds(tenants: Tenants, problems: ConfigProblem[]): void {
           message: `limit × windowSeconds must be at most ${MAX_LIMIT_TIMES_WINDOW_SECONDS} (the limiter's exact arithmetic)`,
         });
       }
-    });
+    }
   }
 }
 
-function checkCredentials(
-  tenants: Tenants,
+function checkCredentialReferences(
+  tenants: Members,
   configured: string[] | undefined,
   problems: ConfigProblem[],
 ): void {
-  const tenantsByCredential = Map.groupBy(tenants, ({ tenant }) => tenant.credential);
-  for (const { index, tenant } of tenants) {
-    // When upstream.credentials is not even a mapping, its shape problem says all there is to say.
-    if (configured !== undefined && !configured.includes(tenant.credential)) {
+  // When upstream.credentials is not even a mapping, its shape problem says all there is to say.
+  if (configured === undefined) return;
+  for (const { index, credential } of tenants) {
+    if (credential !== undefined && !configured.includes(credential)) {
       const known = configured.length === 0 ? 'none is configured' : `configured: ${configured.join(', ')}`;
       problems.push({
         path: formatPath(['tenants', index, 'credential']),
-        message: `unknown credential "${tenant.credential}" (upstream.credentials: ${known})`,
+        message: `unknown credential "${credential}" (upstream.credentials: ${known})`,
       });
     }
+  }
+}
+
+function checkPassthroughAccounts(tenants: Tenants, problems: ConfigProblem[]): void {
+  const tenantsByCredential = Map.groupBy(tenants, ({ tenant }) => tenant.credential);
+  for (const { index, tenant } of tenants) {
     // A passthrough tenant sees the upstream account's usage and keys: only its own account is safe to show.
     const sharers = (tenantsByCredential.get(tenant.credential) ?? []).filter(
       (other) => other.index !== index,
@@ -102,10 +110,11 @@ function checkModelGlobs(tenants: Tenants, problems: ConfigProblem[]): void {
 
 export function checkConfigSemantics(parts: WellFormedParts): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
-  checkUniqueTenantIds(parts.tenants, problems);
-  checkUniqueKeyHashes(parts.tenants, problems);
-  checkLimitIds(parts.tenants, problems);
-  checkCredentials(parts.tenants, parts.credentialNames, problems);
+  checkUniqueTenantIds(parts.tenantMembers, problems);
+  checkUniqueKeyHashes(parts.tenantMembers, problems);
+  checkLimitIds(parts.tenantMembers, problems);
+  checkCredentialReferences(parts.tenantMembers, parts.credentialNames, problems);
+  checkPassthroughAccounts(parts.tenants, problems);
   checkModelGlobs(parts.tenants, problems);
   return problems;
 }

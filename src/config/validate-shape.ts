@@ -1,9 +1,16 @@
 // Checks the file against ConfigSchema and fills in defaults. Ajv's messages are rewritten into plain
 // words with dotted paths, and the noise of a failed union (one error per branch) folds into one line.
+import { isIP, isIPv4 } from 'node:net';
 import { Ajv, type ErrorObject } from 'ajv';
 import { isRfc3339DateTime } from './date-time.ts';
 import { formatPath, type ConfigProblem, type PathSegment } from './problems.ts';
-import { ConfigSchema, DATE_TIME_FORMAT, HTTP_BASE_URL_FORMAT, type GatewayConfig } from './schema.ts';
+import {
+  ConfigSchema,
+  DATE_TIME_FORMAT,
+  HTTP_BASE_URL_FORMAT,
+  PROXY_ADDRESSES_FORMAT,
+  type GatewayConfig,
+} from './schema.ts';
 
 function isHttpBaseUrl(value: string): boolean {
   if (!URL.canParse(value) || value.includes('?') || value.includes('#')) return false;
@@ -16,9 +23,27 @@ function isHttpBaseUrl(value: string): boolean {
   );
 }
 
+// proxy-addr (Fastify's trustProxy) throws at start-up on anything else: a comma-separated list of
+// addresses, `address/bits`, IPv4 `address/netmask`, and its named ranges.
+const NAMED_PROXY_RANGES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+function isProxyAddress(text: string): boolean {
+  if (NAMED_PROXY_RANGES.has(text)) return true;
+  const [address = '', mask, ...more] = text.split('/');
+  const family = isIP(address);
+  if (family === 0 || more.length > 0) return false;
+  if (mask === undefined) return true;
+  if (/^\d{1,3}$/.test(mask)) return Number(mask) <= (family === 4 ? 32 : 128);
+  return family === 4 && isIPv4(mask);
+}
+
+function isProxyAddressList(value: string): boolean {
+  return value.split(',').every((part) => isProxyAddress(part.trim()));
+}
+
 const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: true, verbose: true });
 ajv.addFormat(DATE_TIME_FORMAT, isRfc3339DateTime);
 ajv.addFormat(HTTP_BASE_URL_FORMAT, isHttpBaseUrl);
+ajv.addFormat(PROXY_ADDRESSES_FORMAT, isProxyAddressList);
 const validateConfigSchema = ajv.compile<GatewayConfig>(ConfigSchema);
 
 const TYPE_NAMES: Record<string, string> = {
@@ -100,9 +125,55 @@ function pointerOf(segments: readonly PathSegment[]): string {
     .join('');
 }
 
-/** Validates `document` in place (defaults are filled in) and returns every problem found. */
-export function validateConfigShape(document: unknown): ShapeCheck {
+const INTEGER_TEXT = /^-?\d+$/;
+const NUMBER_TEXT = /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/;
+const BOOLEAN_TEXT: Record<string, boolean> = { true: true, false: false };
+
+/** `text` read as the schema's `type`, or undefined when it does not spell one. */
+function typedValue(text: string, type: unknown): number | boolean | undefined {
+  if (type === 'integer' && INTEGER_TEXT.test(text)) return Number(text);
+  if (type === 'number' && NUMBER_TEXT.test(text)) return Number(text);
+  if (type === 'boolean') return BOOLEAN_TEXT[text];
+  return undefined;
+}
+
+/**
+ * Gives the values at `paths` (strings that came whole from an environment variable) the type the schema
+ * asks for, where their text spells one. True when any changed.
+ */
+function typeTextValues(document: unknown, errors: readonly ErrorObject[], paths: readonly PathSegment[][]) {
+  let changed = false;
+  for (const error of errors) {
+    if (error.keyword !== 'type' || !paths.some((path) => pointerOf(path) === error.instancePath)) continue;
+    const segments = pointerSegments(error.instancePath);
+    const key = segments.pop();
+    const parent = segments.reduce<unknown>(
+      (node, segment) => (node as Record<string, unknown>)[segment],
+      document,
+    );
+    const text = (parent as Record<PathSegment, unknown>)[key ?? ''];
+    const value =
+      typeof text === 'string' ? typedValue(text, (error.params as { type: unknown }).type) : undefined;
+    if (value !== undefined) {
+      (parent as Record<PathSegment, unknown>)[key ?? ''] = value;
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+/**
+ * Validates `document` in place (defaults are filled in) and returns every problem found. The values at
+ * `typedFromText` are strings that may stand for a number or a boolean (see src/config/interpolate.ts).
+ */
+export function validateConfigShape(
+  document: unknown,
+  typedFromText: readonly PathSegment[][] = [],
+): ShapeCheck {
   if (validateConfigSchema(document)) return { problems: [], isWellFormed: () => true };
+  if (typeTextValues(document, validateConfigSchema.errors ?? [], typedFromText)) {
+    return validateConfigShape(document);
+  }
   const errors = validateConfigSchema.errors ?? [];
   // A failed union reports itself once; the reasons each branch failed would only confuse.
   const unionPaths = errors

@@ -2,7 +2,8 @@
 // credentials, the credentials' values) still run on the parts that passed the schema, so that one pass
 // lists every problem. A part with a problem of its own is left to its shape problems: reading it as
 // if it were well-formed could only report nonsense, or crash.
-import type { GatewayConfig, TenantConfig } from './schema.ts';
+import type { GatewayConfig, TenantConfig, TenantLimit } from './schema.ts';
+import type { PathSegment } from './problems.ts';
 import type { ShapeCheck } from './validate-shape.ts';
 
 export type CredentialSource = GatewayConfig['upstream']['credentials'][string];
@@ -11,9 +12,25 @@ export interface NamedCredential {
   source: CredentialSource;
 }
 
+type TenantKey = TenantConfig['keys'][number];
+
+/** A tenant's members that passed the schema; list items keep their index in the file. */
+export interface TenantMembers {
+  index: number;
+  id: string | undefined;
+  credential: string | undefined;
+  keys: { index: number; item: TenantKey }[];
+  limits: { index: number; item: TenantLimit }[];
+}
+
 export interface WellFormedParts {
   /** The tenants that passed the schema, each with its index in the file. */
   tenants: { index: number; tenant: TenantConfig }[];
+  /**
+   * Every tenant, well-formed or not, with only its members that passed the schema: a mistake in one
+   * limit must not hide a duplicate id or an unknown credential in the same file.
+   */
+  tenantMembers: TenantMembers[];
   /** Every name in upstream.credentials, well-formed or not; undefined when it is not a mapping. */
   credentialNames: string[] | undefined;
   /** The credentials that passed the schema. */
@@ -25,6 +42,31 @@ type Mapping = Record<string, unknown>;
 export const isMapping = (value: unknown): value is Mapping =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
+/** The items of `list` that passed the schema, each with its index in the file. */
+function wellFormedItems(
+  list: unknown,
+  at: PathSegment[],
+  shape: ShapeCheck,
+): { index: number; item: unknown }[] {
+  if (!Array.isArray(list)) return [];
+  return list.flatMap((item: unknown, index) =>
+    shape.isWellFormed([...at, index]) ? [{ index, item }] : [],
+  );
+}
+
+function tenantMembers(tenant: Mapping, index: number, shape: ShapeCheck): TenantMembers {
+  const at = ['tenants', index];
+  const wellFormedString = (name: string) =>
+    typeof tenant[name] === 'string' && shape.isWellFormed([...at, name]) ? tenant[name] : undefined;
+  return {
+    index,
+    id: wellFormedString('id'),
+    credential: wellFormedString('credential'),
+    keys: wellFormedItems(tenant.keys, [...at, 'keys'], shape) as TenantMembers['keys'],
+    limits: wellFormedItems(tenant.limits, [...at, 'limits'], shape) as TenantMembers['limits'],
+  };
+}
+
 /** The parts of a validated `document` that passed the schema (all of it when `shape` found nothing). */
 export function wellFormedParts(document: unknown, shape: ShapeCheck): WellFormedParts {
   const root = isMapping(document) ? document : {};
@@ -34,6 +76,9 @@ export function wellFormedParts(document: unknown, shape: ShapeCheck): WellForme
   return {
     tenants: tenants.flatMap((tenant, index) =>
       shape.isWellFormed(['tenants', index]) ? [{ index, tenant: tenant as TenantConfig }] : [],
+    ),
+    tenantMembers: tenants.flatMap((tenant, index) =>
+      isMapping(tenant) ? [tenantMembers(tenant, index, shape)] : [],
     ),
     credentialNames: credentials === undefined ? undefined : Object.keys(credentials),
     credentials: Object.entries(credentials ?? {}).flatMap(([name, source]) =>

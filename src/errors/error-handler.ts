@@ -3,8 +3,8 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { METHODS } from 'node:http';
 import { errorEnvelope } from '../maxai/envelope.ts';
-import { allowedMethodsAt } from '../routing/route-table.ts';
-import { GatewayError, gatewayError } from './registry.ts';
+import { allowedMethodsAt, nearMissOf } from '../routing/route-table.ts';
+import { GatewayError, gatewayError, type ErrorCode } from './registry.ts';
 
 // Fastify's own error codes that describe a client mistake, mapped to gengate codes.
 function fromFastifyError(error: FastifyError): GatewayError | undefined {
@@ -36,7 +36,16 @@ export function toGatewayError(error: unknown): GatewayError {
   return gatewayError('internal_error', { cause: error });
 }
 
+// The code each error answer carried, for the request's log line (src/gateway/request-observer.ts).
+const answeredCodes = new WeakMap<FastifyReply, ErrorCode>();
+
+/** The error code the gateway answered this request with, if it answered with an error. */
+export function answeredErrorCode(reply: FastifyReply): ErrorCode | undefined {
+  return answeredCodes.get(reply);
+}
+
 function sendGatewayError(reply: FastifyReply, error: GatewayError): FastifyReply {
+  answeredCodes.set(reply, error.code);
   return reply
     .code(error.status)
     .headers(error.headers)
@@ -66,8 +75,16 @@ export function installErrorHandling(app: FastifyInstance): void {
   );
 }
 
-export function routeNotFound(): GatewayError {
-  return gatewayError('route_not_found');
+const NEAR_MISS_ERRORS = {
+  id_not_uuid: 'route_id_not_uuid',
+  query_string: 'route_query_string',
+  trailing_slash: 'route_trailing_slash',
+} as const;
+
+/** 404 route_not_found for a raw target, its message naming the mistake when it is a near miss. */
+export function routeNotFound(target: string): GatewayError {
+  const nearMiss = nearMissOf(target);
+  return gatewayError(nearMiss === undefined ? 'route_not_found' : NEAR_MISS_ERRORS[nearMiss]);
 }
 
 // Methods named in a 405's message; any other token the client chose is not echoed.
@@ -79,7 +96,7 @@ const KNOWN_METHODS = new Set(METHODS);
  */
 export function unroutedRequestError(method: string, target: string): GatewayError {
   const allowed = allowedMethodsAt(target);
-  if (allowed === undefined) return routeNotFound();
+  if (allowed === undefined) return routeNotFound(target);
   const allow = allowed.join(', ');
   const named = KNOWN_METHODS.has(method) ? method : undefined;
   return gatewayError('method_not_allowed', { method: named, allow }, { headers: { allow } });
@@ -90,5 +107,5 @@ export function unroutedRequestError(method: string, target: string): GatewayErr
  * the error handler; such a target names no route, so it gets the same 404 as any unknown path.
  */
 export function answerFrameworkError(_error: unknown, request: FastifyRequest, reply: FastifyReply): void {
-  sendGatewayError(reply.header('x-request-id', request.id), routeNotFound());
+  sendGatewayError(reply.header('x-request-id', request.id), routeNotFound(request.raw.url ?? ''));
 }

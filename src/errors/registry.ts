@@ -161,6 +161,16 @@ export const NAMED_ERRORS = {
     message: 'this request costs more than a rate limit can ever admit',
   },
   route_not_found: { code: 'route_not_found', message: 'no such route; see the route table in the docs' },
+  // Near misses of a path of the table (src/routing/route-table.ts, nearMissOf): the same 404, saying why.
+  route_id_not_uuid: {
+    code: 'route_not_found',
+    message: 'no such route: the id in the path must be a UUID, such as 0f6c2a4e-8d1b-4c3a-9e7f-5a2b1c0d9e8f',
+  },
+  route_query_string: {
+    code: 'route_not_found',
+    message: 'no such route: the gateway takes no query string; remove everything from "?"',
+  },
+  route_trailing_slash: { code: 'route_not_found', message: 'no such route: remove the trailing slash' },
   request_not_found: {
     code: 'request_not_found',
     message: ({ requestId }: { requestId: string }) => `request ${requestId} was not found`,

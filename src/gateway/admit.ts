@@ -8,7 +8,7 @@ import { gatewayError } from '../errors/registry.ts';
 import { ensureRequestId } from '../ownership/request-id.ts';
 import type { TakenOutcome } from '../ownership/store.ts';
 import type { GatewayRoute } from '../routing/route-table.ts';
-import { applicableLimits, limitHeadersOrRefusal } from './limits.ts';
+import { applicableLimits, limitHeadersOrRefusal, limitLogFields } from './limits.ts';
 import { bodyOf, requestIdParam, routeOf, tenantOf } from './request-state.ts';
 
 export interface AdmitHookOptions {
@@ -50,7 +50,10 @@ export function createAdmitHook(options: AdmitHookOptions) {
         // The same answer for an unknown id and another tenant's: nothing tells one from the other.
         throw gatewayError('request_not_found', { requestId: check?.requestId ?? '' });
       case 'decided':
-        if (result.decision !== undefined) reply.headers(limitHeadersOrRefusal(result.decision));
+        if (result.decision !== undefined) {
+          request.gateway.rateLimit = limitLogFields(result.decision);
+          reply.headers(limitHeadersOrRefusal(result.decision));
+        }
         if (check?.intent === 'claim') {
           request.gateway.ownershipClaim = { requestId: check.requestId, tenantId: tenant.id };
         }

@@ -39,6 +39,16 @@ export function applicableLimits(
   return limits;
 }
 
+/**
+ * The decision for the request's log line: the binding limit (on a refusal the one that refused) and
+ * the outcome, `fallback_` first when the per-replica fallback limiter decided (as the metric's label).
+ */
+export function limitLogFields(decision: RateDecision): { limit: string | undefined; decision: string } {
+  const limit = decision.binding?.id ?? decision.exceeded?.id;
+  const exact = decision.exact || decision.outcome === 'store_unavailable';
+  return { limit, decision: exact ? decision.outcome : `fallback_${decision.outcome}` };
+}
+
 /** The rate-limit headers of an admitted charge; a refused one is thrown as its error, with its headers. */
 export function limitHeadersOrRefusal(decision: RateDecision): Record<string, string> {
   const headers = rateLimitHeaders(decision);

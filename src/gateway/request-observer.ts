@@ -3,10 +3,15 @@
 //
 // The log line's fields (docs/operations.md, "Logs"): `reqId` (the X-Request-Id, bound by Fastify to
 // every line of the request, see src/app.ts), `generationId` (the generation requestId on generation
-// routes, so one grep follows a job from its create through every poll), tenant, route, method, status,
-// durationMs, upstreamMs, the policy's fields, and the prompts only when `logging.prompts` is true.
+// routes, so one grep follows a job from its create through every poll), tenant (also for an expired
+// key's refusal), route, method, status, errorCode, keyPrefix (the configured prefix; for a refused key
+// the first 8 characters of a well-formed one, never more), clientAddress (per server.trustProxy),
+// blockedAddress (on too_many_authentication_failures), limit and limitDecision (the binding rate
+// limit), durationMs, upstreamMs, the policy's fields, and the prompts only when `logging.prompts` is
+// true. They answer "why was I refused?" (docs/operations.md).
 import type { DoneFuncWithErrOrRes, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import fp from 'fastify-plugin';
+import { answeredErrorCode } from '../errors/error-handler.ts';
 import type { GatewayMetrics, UpstreamErrorReason } from '../observability/metrics.ts';
 import { isUuid, type GatewayRoute } from '../routing/route-table.ts';
 import { requestIdParam } from './request-state.ts';
@@ -93,13 +98,20 @@ export const requestObserver = fp<RequestObserverOptions>(
         if (reason !== undefined) metrics.upstreamErrors.inc({ route, reason });
       }
       metrics.overhead.labels(route).observe(Math.max(0, totalMs - (state.upstreamMs ?? 0)) / 1000);
+      const errorCode = answeredErrorCode(reply);
       request.log.info(
         {
           generationId: generationIdOf(request, state.route),
-          tenant: state.caller?.tenant.id,
+          tenant: state.caller?.tenant.id ?? state.refusedKey?.tenantId,
           route,
           method: request.method,
           status,
+          errorCode,
+          keyPrefix: state.caller?.keyPrefix ?? state.refusedKey?.prefix,
+          clientAddress: request.ip,
+          ...(errorCode === 'too_many_authentication_failures' ? { blockedAddress: request.ip } : undefined),
+          limit: state.rateLimit?.limit,
+          limitDecision: state.rateLimit?.decision,
           durationMs: round(totalMs),
           upstreamMs: state.upstreamMs === undefined ? undefined : round(state.upstreamMs),
           ...state.policyLog,

@@ -24,6 +24,13 @@ export interface RequestState {
   readonly receivedAt: number;
   /** Set by authentication on every gateway route. */
   caller: AuthenticatedCaller | undefined;
+  /**
+   * For the log line of a refused key: the prefix of the key presented (well-formed ones only), and the
+   * tenant whose key it was when it had expired.
+   */
+  refusedKey: { prefix: string; tenantId: string | undefined } | undefined;
+  /** The binding rate limit's id and the limiter's decision, when the request was charged. */
+  rateLimit: { limit: string | undefined; decision: string } | undefined;
   /** The body of a POST as parsed, then as the policy and the requestId assignment rewrote it. */
   body: JsonBody | undefined;
   /** The bytes of a POST's body as the client sent them: what an idempotent repeat is compared on. */
@@ -44,6 +51,8 @@ function createRequestState(request: FastifyRequest, _reply: FastifyReply, done:
     route: request.routeOptions.config.gatewayRoute,
     receivedAt: performance.now(),
     caller: undefined,
+    refusedKey: undefined,
+    rateLimit: undefined,
     body: undefined,
     clientBody: undefined,
     policyLog: undefined,

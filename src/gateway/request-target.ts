@@ -13,8 +13,9 @@ function assertCanonicalTarget(
   route: Pick<GatewayRoute, 'path' | 'hasRequestId'>,
 ): void {
   const requestId = requestIdParam(request);
-  if (route.hasRequestId && (requestId === undefined || !isUuid(requestId))) throw routeNotFound();
-  if (request.raw.url !== canonicalTarget(route, requestId)) throw routeNotFound();
+  const target = request.raw.url ?? '';
+  if (route.hasRequestId && (requestId === undefined || !isUuid(requestId))) throw routeNotFound(target);
+  if (target !== canonicalTarget(route, requestId)) throw routeNotFound(target);
 }
 
 /** The canonical target, no body on GET/DELETE, and no compressed body. */

@@ -1,7 +1,7 @@
 // The steps of a gateway route that need the app's parts: authentication, forwarding, the limits shown
 // on a refusal and the count of served requests. src/gateway/pipeline.ts registers them in order.
 import type { DoneFuncWithErrOrRes, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
-import type { TenantDirectory } from '../auth/tenant-directory.ts';
+import { ExpiredKey, presentedKeyPrefix, type TenantDirectory } from '../auth/tenant-directory.ts';
 import { GatewayError, type ErrorCode } from '../errors/registry.ts';
 import { upstreamPath, type GatewayRoute } from '../routing/route-table.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
@@ -55,6 +55,11 @@ export function createRouteSteps(options: RouteStepsOptions) {
       // A wrong or expired key is a guess and counts; a missing one is not. Past the address's limit,
       // recordFailure answers 429 in place of the 401.
       if (error instanceof GatewayError && error.code !== 'missing_api_key') {
+        const prefix = presentedKeyPrefix(request.headers.authorization);
+        if (prefix !== undefined) {
+          const tenantId = error.cause instanceof ExpiredKey ? error.cause.tenantId : undefined;
+          request.gateway.refusedKey = { prefix, tenantId };
+        }
         options.authFailures.recordFailure(request).then(() => {
           done(error);
         }, done);

@@ -73,6 +73,28 @@ export function allowedMethodsAt(target: string): readonly GatewayMethod[] | und
   return undefined;
 }
 
+/** Why a target that names no route misses a path of the table by one mistake a client can fix. */
+export type NearMiss = 'id_not_uuid' | 'query_string' | 'trailing_slash';
+
+/**
+ * The mistake that keeps `target` from naming a path of the table, when it is one of the near misses:
+ * a query string (no route takes one), a trailing slash, or a `{requestId}` segment that is not a UUID.
+ * Undefined for anything further off; the answer is 404 route_not_found either way.
+ */
+export function nearMissOf(target: string): NearMiss | undefined {
+  const query = target.indexOf('?');
+  if (query !== -1)
+    return allowedMethodsAt(target.slice(0, query)) === undefined ? undefined : 'query_string';
+  if (target.length > 1 && target.endsWith('/') && allowedMethodsAt(target.slice(0, -1)) !== undefined) {
+    return 'trailing_slash';
+  }
+  for (const prefix of METHODS_BY_ID_PREFIX.keys()) {
+    const id = target.slice(prefix.length);
+    if (target.startsWith(prefix) && id !== '' && !id.includes('/') && !isUuid(id)) return 'id_not_uuid';
+  }
+  return undefined;
+}
+
 /** The canonical request target of a route; the client's raw target must equal it byte for byte. */
 export function canonicalTarget(
   route: Pick<GatewayRoute, 'path' | 'hasRequestId'>,

@@ -1,42 +1,21 @@
-// The two configuration commands, run as an operator runs them: `npm run gengate -- ...` in a child process.
-import { spawn } from 'node:child_process';
+// The configuration commands, check-config and new-key, run as an operator runs them: `npm run gengate -- ...` in a child process.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashTenantKey } from '../../src/auth/keys.ts';
 import { parseConfigText } from '../../src/config/load.ts';
+import { runGengate, type CommandResult } from '../support/run-command.ts';
 
-interface CommandResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+// Each test starts one or two npm processes; a loaded CI machine takes seconds for each.
+const PROCESSES_TIMEOUT_MS = 60_000;
 
 /** What check-config answers for a file it refuses: exit code 2, the file's name, one problem a line. */
 function refusedConfig(path: string, problems: string[]): CommandResult {
   return { code: 2, stdout: '', stderr: [`${path}: invalid configuration`, ...problems, ''].join('\n') };
 }
 
-function runGengate(args: string[]): Promise<CommandResult> {
-  return new Promise((resolve, reject) => {
-    // --silent keeps npm's own banner and warnings out of the command's output.
-    const child = spawn('npm', ['run', '--silent', 'gengate', '--', ...args], {
-      env: { ...process.env, REDIS_URL: '' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
-describe('gengate check-config', () => {
+describe('gengate check-config', { timeout: PROCESSES_TIMEOUT_MS }, () => {
   let folder: string;
   beforeAll(async () => {
     folder = await mkdtemp(join(tmpdir(), 'gengate-cli-'));
@@ -151,12 +130,12 @@ describe('gengate check-config', () => {
     expect(await runGengate(['check-config'])).toEqual({
       code: 2,
       stdout: '',
-      stderr: 'missing --config\nusage: npm run gengate -- check-config --config FILE [--skip-credentials]\n',
+      stderr: 'gengate check-config: missing --config FILE (see gengate check-config --help)\n',
     });
   });
 });
 
-describe('gengate new-key', () => {
+describe('gengate new-key', { timeout: PROCESSES_TIMEOUT_MS }, () => {
   it('prints a fresh key once and a config entry that loads and matches it', async () => {
     const result = await runGengate([
       'new-key',
@@ -201,8 +180,7 @@ describe('gengate new-key', () => {
       code: 2,
       stdout: '',
       stderr:
-        'invalid tenant id "Team_A": must be 1 to 63 lowercase letters, digits or "-", starting with a letter or digit\n' +
-        'usage: npm run gengate -- new-key --tenant ID [--label TEXT] [--expires-at 2027-06-30T00:00:00Z]\n',
+        'gengate new-key: invalid tenant id "Team_A": must be 1 to 63 lowercase letters, digits or "-", starting with a letter or digit (see gengate new-key --help)\n',
     });
   });
 });

@@ -272,7 +272,62 @@ tenants:
     const withoutStore = await parse('tenants: []\n', { REDIS_URL: 'redis://env:6379/2' });
     expect(withoutStore.store.redis.url).toBe('redis://env:6379/2');
     expect(await problemsOf('tenants: []\n', { REDIS_URL: 'http://env' })).toEqual([
-      { path: 'store.redis.url', message: 'must be a redis:// or rediss:// URL' },
+      {
+        path: 'store.redis.url',
+        message: 'must be a redis:// or rediss:// URL (from the environment: REDIS_URL)',
+      },
+    ]);
+  });
+
+  it('lets LOG_LEVEL override logging.level, and names the variable when its value is not a level', async () => {
+    expect((await parse('tenants: []\n', { LOG_LEVEL: 'debug' })).logging.level).toBe('debug');
+    expect(await problemsOf('logging: { level: info }\n', { LOG_LEVEL: 'verbose' })).toEqual([
+      {
+        path: 'logging.level',
+        message:
+          'must be one of fatal, error, warn, info, debug, trace, silent (from the environment: LOG_LEVEL)',
+      },
+    ]);
+  });
+
+  it('types a value that is one ${NAME} alone as the schema asks: digits are an integer, true a boolean', async () => {
+    const config = await parse(
+      'server: { port: "${PORT}" }\nlogging: { prompts: "${PROMPTS}" }\nstore: { redis: { keyPrefix: "${PREFIX}" } }\n',
+      { PORT: '8081', PROMPTS: 'true', PREFIX: '123' },
+    );
+    expect(config.server.port).toBe(8081);
+    expect(config.logging.prompts).toBe(true);
+    // A string member keeps digits as the string they are.
+    expect(config.store.redis.keyPrefix).toBe('123');
+  });
+
+  it('refuses a trustProxy that is no address, CIDR or named range, which Fastify would throw on at start', async () => {
+    const server = (trustProxy: string) => `server: { trustProxy: ${trustProxy} }\n`;
+    for (const accepted of [
+      '"10.0.0.0/8, 127.0.0.1"',
+      '[loopback, "fd00::/8", "10.0.0.0/255.0.0.0"]',
+      'true',
+    ]) {
+      await expect(parse(server(accepted))).resolves.toBeDefined();
+    }
+    for (const refused of ['notanaddress', '[10.0.0.0/33]', '"10.0.0.1/8/1"']) {
+      expect(await problemsOf(server(refused))).toEqual([
+        {
+          path: 'server.trustProxy',
+          message: 'must be true or false, an address or CIDR, or a list of them',
+        },
+      ]);
+    }
+    // `${TRUST}` holding true is the boolean, not an address named "true".
+    expect((await parse(server('"${TRUST}"'), { TRUST: 'true' })).server.trustProxy).toBe(true);
+  });
+
+  it('names the variable a wrong value came from, and keeps a partly interpolated value a string', async () => {
+    expect(
+      await problemsOf('server: { port: "${PORT}" }\nadmin: { port: "9${PORT}" }\n', { PORT: 'eighty' }),
+    ).toEqual([
+      { path: 'server.port', message: 'must be an integer (from the environment: PORT)' },
+      { path: 'admin.port', message: 'must be an integer (from the environment: PORT)' },
     ]);
   });
 
@@ -307,13 +362,13 @@ tenants:
       },
       { path: 'tenants[0].limits[1].id', message: 'limit id "requests" is used twice in tenant "team-a"' },
       {
+        path: 'tenants[2].credential',
+        message: 'unknown credential "missing" (upstream.credentials: configured: shared, research)',
+      },
+      {
         path: 'tenants[1].account',
         message:
           'passthrough needs a credential of its own, but credential "shared" is also used by "team-a"',
-      },
-      {
-        path: 'tenants[2].credential',
-        message: 'unknown credential "missing" (upstream.credentials: configured: shared, research)',
       },
       { path: 'tenants[1].policy.models.allow[1]', message: 'must not contain spaces or control characters' },
       {
@@ -345,6 +400,8 @@ tenants:
       { path: 'tenants[0].limits', message: 'must be a list' },
       { path: 'tenants[1]', message: 'must be a mapping' },
       { path: 'tenants[3]', message: 'unknown key "colour"' },
+      // A mistake elsewhere in a tenant does not hide its duplicate id.
+      { path: 'tenants[3].id', message: 'tenant id "team-a" is already used by tenants[2]' },
       {
         path: 'tenants[2].credential',
         message: 'unknown credential "archive" (upstream.credentials: configured: shared, research)',

@@ -45,6 +45,11 @@ const SAMPLES: { [Name in ErrorName]: [message: string, ...args: ErrorArguments<
   ],
   cost_exceeds_unnamed_limit: ['this request costs more than a rate limit can ever admit'],
   route_not_found: ['no such route; see the route table in the docs'],
+  route_id_not_uuid: [
+    'no such route: the id in the path must be a UUID, such as 0f6c2a4e-8d1b-4c3a-9e7f-5a2b1c0d9e8f',
+  ],
+  route_query_string: ['no such route: the gateway takes no query string; remove everything from "?"'],
+  route_trailing_slash: ['no such route: remove the trailing slash'],
   request_not_found: [
     'request 0b7e4f1a-5c2d-4e8f-9a1b-2c3d4e5f6a7b was not found',
     { requestId: '0b7e4f1a-5c2d-4e8f-9a1b-2c3d4e5f6a7b' },

@@ -4,12 +4,19 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, test } from 'vitest';
 import { useGatewayHarness } from '../support/gateway-harness.ts';
 import { sendRaw } from '../support/raw-http.ts';
-import { ROUTE_NOT_FOUND } from '../support/route-not-found.ts';
+import {
+  ROUTE_ID_NOT_UUID,
+  ROUTE_NOT_FOUND,
+  ROUTE_QUERY_STRING,
+  ROUTE_TRAILING_SLASH,
+} from '../support/route-not-found.ts';
 
 const harness = useGatewayHarness();
 
 const ID = randomUUID();
 
+// A near miss of a table path (a trailing slash, a query string, an id that is not a UUID) gets the same
+// 404, its message saying what is wrong.
 describe('request targets that are not in the table get 404 route_not_found', () => {
   test.each([
     ['an unknown path', '/v1/images/edits'],
@@ -22,40 +29,41 @@ describe('request targets that are not in the table get 404 route_not_found', ()
     [
       'a traversal with encoded slashes inside the id segment',
       `/v1/videos/generations/${ID}%2F..%2F..%2Faccount%2Fkeys`,
+      ROUTE_ID_NOT_UUID,
     ],
     ['a dot segment', '/v1/./account/keys'],
     ['a double slash', '//v1/account/keys'],
     ['a double slash inside', '/v1//account/keys'],
     ['an upper-case path', '/V1/ACCOUNT/KEYS'],
-    ['a trailing slash', '/v1/account/keys/'],
+    ['a trailing slash', '/v1/account/keys/', ROUTE_TRAILING_SLASH],
     ['a ; parameter', '/v1/account/keys;x=1'],
-    ['a ; parameter after an id', `/v1/images/generations/${ID};x=1`],
-    ['a query string', '/v1/account/keys?user=other'],
-    ['an empty query string', '/v1/account/keys?'],
-    ['an id that is not a UUID', '/v1/images/generations/12345'],
-    ['an id with a suffix', `/v1/images/generations/${ID}x`],
-    ['an overlong path', `/v1/images/generations/${'a'.repeat(4000)}`],
+    ['a ; parameter after an id', `/v1/images/generations/${ID};x=1`, ROUTE_ID_NOT_UUID],
+    ['a query string', '/v1/account/keys?user=other', ROUTE_QUERY_STRING],
+    ['an empty query string', '/v1/account/keys?', ROUTE_QUERY_STRING],
+    ['an id that is not a UUID', '/v1/images/generations/12345', ROUTE_ID_NOT_UUID],
+    ['an id with a suffix', `/v1/images/generations/${ID}x`, ROUTE_ID_NOT_UUID],
+    ['an overlong path', `/v1/images/generations/${'a'.repeat(4000)}`, ROUTE_ID_NOT_UUID],
     ['a backslash', '/v1\\account\\keys'],
-    ['a malformed percent-encoding in an id', '/v1/images/generations/%zz'],
+    ['a malformed percent-encoding in an id', '/v1/images/generations/%zz', ROUTE_ID_NOT_UUID],
     ['a malformed percent-encoding in a static path', '/v1/account/%zzkeys'],
-  ])('%s', async (_name, target) => {
+  ])('%s', async (_name, target, answer = ROUTE_NOT_FOUND) => {
     const response = await sendRaw(harness.url, 'GET', target, {
       authorization: `Bearer ${harness.keys.beta}`,
     });
     expect(response.status).toBe(404);
-    expect(JSON.parse(response.body)).toEqual(ROUTE_NOT_FOUND);
+    expect(JSON.parse(response.body)).toEqual(answer);
     expect(harness.simulator.received).toEqual([]);
   });
 
   test.each([
-    ['PUT', '/v1/images/generations/not-a-uuid'],
-    ['PATCH', '/v1/account/keys?x=1'],
-  ])('with a method the path does not allow, too: %s %s', async (method, target) => {
+    ['PUT', '/v1/images/generations/not-a-uuid', ROUTE_ID_NOT_UUID],
+    ['PATCH', '/v1/account/keys?x=1', ROUTE_QUERY_STRING],
+  ])('with a method the path does not allow, too: %s %s', async (method, target, answer) => {
     const response = await sendRaw(harness.url, method, target, {
       authorization: `Bearer ${harness.keys.beta}`,
     });
     expect(response.status).toBe(404);
-    expect(JSON.parse(response.body)).toEqual(ROUTE_NOT_FOUND);
+    expect(JSON.parse(response.body)).toEqual(answer);
   });
 
   test('an absolute-form request target', async () => {

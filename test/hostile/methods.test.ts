@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, test } from 'vitest';
 import { useGatewayHarness } from '../support/gateway-harness.ts';
-import { ROUTE_NOT_FOUND } from '../support/route-not-found.ts';
+import { ROUTE_ID_NOT_UUID, ROUTE_NOT_FOUND, ROUTE_QUERY_STRING } from '../support/route-not-found.ts';
 import { exchangeRaw } from '../support/raw-exchange.ts';
 
 const harness = useGatewayHarness();
@@ -75,13 +75,13 @@ describe('a known path with another method: 405 with Allow', () => {
 
 describe('any other target: 404 route_not_found, whatever the method', () => {
   test.each([
-    ['TRACE', '/v1/images/edits'],
-    ['FOO', '/nowhere'],
-    ['get', `/v1/images/generations/not-a-uuid`],
-    ['CONNECT', '/v1/account/keys?x=1'],
-    ['PROPFIND', '/v1/account/%6beys'],
-  ])('%s %s', async (method, target) => {
-    expect(await send(method, target)).toEqual({ status: 404, allow: undefined, body: ROUTE_NOT_FOUND });
+    ['TRACE', '/v1/images/edits', ROUTE_NOT_FOUND],
+    ['FOO', '/nowhere', ROUTE_NOT_FOUND],
+    ['get', `/v1/images/generations/not-a-uuid`, ROUTE_ID_NOT_UUID],
+    ['CONNECT', '/v1/account/keys?x=1', ROUTE_QUERY_STRING],
+    ['PROPFIND', '/v1/account/%6beys', ROUTE_NOT_FOUND],
+  ])('%s %s', async (method, target, body) => {
+    expect(await send(method, target)).toEqual({ status: 404, allow: undefined, body });
   });
 
   test('decided on the head: a body Fastify would refuse (415) does not change the answer', async () => {

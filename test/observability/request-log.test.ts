@@ -169,8 +169,10 @@ describe('logging.prompts: false (the default)', () => {
     const [create] = requestLines(run);
     expect(Object.keys(create ?? {}).sort()).toEqual(
       [
+        'clientAddress',
         'durationMs',
         'generationId',
+        'keyPrefix',
         'level',
         'method',
         'msg',

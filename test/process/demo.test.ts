@@ -5,6 +5,7 @@ import { cp, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { gengateVersion } from '../../src/cli/arguments.ts';
 import { startGatewayProcess, type GatewayProcess } from '../support/gateway-process.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { freePort } from '../support/free-port.ts';
@@ -23,19 +24,24 @@ interface DemoData {
 }
 
 let gateway: GatewayProcess;
+let configPath: string;
 beforeAll(async () => {
   const dir = await mkdtemp(join(tmpdir(), 'gengate-demo-'));
   await cp('config/demo-secrets', join(dir, 'demo-secrets'), { recursive: true });
   const simulatorPort = await freePort();
-  const demo = (await readFile('config/demo.yaml', 'utf8'))
-    .replace('server: { host: 0.0.0.0, port: 8080 }', 'server: { host: 127.0.0.1, port: 0 }')
-    .replace('admin: { host: 0.0.0.0, port: 9090 }', 'admin: { host: 127.0.0.1, port: 0 }')
+  const shipped = await readFile('config/demo.yaml', 'utf8');
+  // The demo's keys are public: it listens on loopback only (contract section 1).
+  expect(shipped).toContain('server: { host: 127.0.0.1, port: 8080 }');
+  expect(shipped).toContain('admin: { host: 127.0.0.1, port: 9090 }');
+  const demo = shipped
+    .replace('server: { host: 127.0.0.1, port: 8080 }', 'server: { host: 127.0.0.1, port: 0 }')
+    .replace('admin: { host: 127.0.0.1, port: 9090 }', 'admin: { host: 127.0.0.1, port: 0 }')
     .replace('baseUrl: http://127.0.0.1:8090', `baseUrl: http://127.0.0.1:${simulatorPort}`)
     .replace('port: 8090', `port: ${simulatorPort}`)
     .replace('queuedMs: 1500', 'queuedMs: 0')
     .replace('processingMs: 2500', 'processingMs: 0');
   expect(demo).toContain(`port: ${simulatorPort}`);
-  const configPath = join(dir, 'demo.yaml');
+  configPath = join(dir, 'demo.yaml');
   await writeFile(configPath, demo);
   gateway = await startGatewayProcess(configPath);
 });
@@ -60,6 +66,22 @@ async function call(tenant: keyof typeof DEMO_KEYS, method: string, path: string
     body: (await response.json()) as { data: DemoData },
   };
 }
+
+test('its start-up lines name the file, the version, the tenants, and each server by its role', () => {
+  const starting = gateway.lines.find((line) => line.msg === 'gengate starting');
+  expect(starting).toMatchObject({
+    level: 30,
+    config: configPath,
+    configFrom: '--config',
+    version: gengateVersion(),
+    tenants: 2,
+  });
+  const listening = gateway.lines.map((line) => line.msg).filter((msg) => String(msg).includes('listening'));
+  expect(listening).toEqual([
+    gateway.gatewayUrl.replace('http://', 'gateway listening at http://'),
+    gateway.adminUrl.replace('http://', 'admin listening at http://'),
+  ]);
+});
 
 describe.each(['studio', 'lab'] as const)('the %s demo tenant', (tenant) => {
   test('walks all seven routes', async () => {

@@ -20,7 +20,7 @@ test('start-up lists shape, reference and credential problems together, exit 2',
   const missingToken = join(dirname(configPath), 'absent.token');
   await expect(startGatewayProcess(configPath)).rejects.toThrow(
     new Error(
-      `gengate exited with ${EXIT_INVALID} before it was ready: gengate: invalid configuration ${configPath}\n` +
+      `gengate exited with ${EXIT_INVALID} before it was ready: gengate: invalid configuration ${configPath} (from --config)\n` +
         '  server: unknown key "colour"\n' +
         '  tenants[0].credential: unknown credential "archive" (upstream.credentials: configured: shared)\n' +
         `  upstream.credentials.shared.file: ${missingToken}: cannot read the file (ENOENT)\n`,

@@ -45,7 +45,7 @@ test('runs until SIGTERM, then closes and exits 0', async () => {
   }
 });
 
-test('a malformed option: exit 2 with the usage', async () => {
+test('a malformed option: exit 2 with one line naming it', async () => {
   const child = spawn(process.execPath, ['src/cli.ts', 'simulator', '--token', 'no-equals-sign'], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -53,7 +53,7 @@ test('a malformed option: exit 2 with the usage', async () => {
   child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk.toString('utf8')));
   const [code] = (await once(child, 'exit')) as [number | null];
   expect(code).toBe(2);
-  expect(stderr.join('')).toContain(
-    'gengate simulator: --token must look like NAME=TOKEN\nusage: npm run gengate -- simulator [options]',
+  expect(stderr.join('')).toBe(
+    'gengate simulator: --token must look like NAME=TOKEN (see gengate simulator --help)\n',
   );
 });
