@@ -21,7 +21,6 @@ import {
 } from './ownership-record.ts';
 import { undoClaim } from './ownership-store.ts';
 import { admitScript, decisionFromReply, scriptClockArg, type AdmissionCall } from './scripts.ts';
-import { StoreDeadlinePassedError, isExpiredReply } from './store-clock.ts';
 import type { StoreCalls } from './store-calls.ts';
 
 export interface RedisAdmissionOptions {
@@ -45,7 +44,6 @@ export function createRedisAdmission(calls: StoreCalls, options: RedisAdmissionO
       deadline: calls.deadlineArg(),
       calls: admissions,
     });
-    if (isExpiredReply(reply, clock)) throw new StoreDeadlinePassedError();
     if (!Array.isArray(reply) || reply.length !== admissions.length + 1 || typeof reply[0] !== 'number') {
       throw new Error('unexpected admission script reply');
     }

@@ -26,7 +26,7 @@ import {
   undoClaimScript,
   type RecordWrite,
 } from './scripts.ts';
-import { StoreDeadlinePassedError, isExpiredReply, type StoreClock } from './store-clock.ts';
+import type { StoreClock } from './store-clock.ts';
 import type { StoreCalls } from './store-calls.ts';
 
 /**
@@ -163,7 +163,6 @@ export function createRedisOwnershipStore(calls: StoreCalls, options: { ttlMs: n
           ttlMs,
           deadline: calls.deadlineArg(),
         });
-        if (isExpiredReply(reply, clock)) throw new StoreDeadlinePassedError();
         return claimReplyOf(reply, clock);
       });
       if (claimed.ok) {

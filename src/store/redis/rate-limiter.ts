@@ -7,7 +7,6 @@ import type { LimitRequest, RateDecision, RateLimiter } from '../../ratelimit/ty
 import { createMemoryRateLimiter } from '../memory/rate-limiter.ts';
 import { STORE_UNAVAILABLE_RETRY_AFTER_SECONDS } from './circuit-breaker.ts';
 import { chargeLimitsScript, decisionFromReply, scriptClockArg } from './scripts.ts';
-import { StoreDeadlinePassedError, isExpiredReply } from './store-clock.ts';
 import type { StoreCalls } from './store-calls.ts';
 
 export interface RedisRateLimiterOptions {
@@ -42,7 +41,6 @@ export function createRedisRateLimiter(calls: StoreCalls, options: RedisRateLimi
       tenantId,
       limits,
     });
-    if (isExpiredReply(reply, clock)) throw new StoreDeadlinePassedError();
     const decision = decisionFromReply(reply, limits);
     // charge_limits' reply opens with its "now": the store's, unless a test clock gave it.
     if (scriptClock === undefined) clock.observe((reply as number[])[0] as number);

@@ -9,7 +9,7 @@ import type { StoreBreaker, StoreFailMode } from './circuit-breaker.ts';
 import { commandDeadline, type RedisConnection, type StoreLogger } from './connection.ts';
 import { commandArgs, defineScripts, type ScriptArg, type StoreScript } from './scripts.ts';
 import { createCommandSender, type TurnSchedule } from './send-per-turn.ts';
-import { createStoreClock, type StoreClock } from './store-clock.ts';
+import { StoreDeadlinePassedError, createStoreClock, type StoreClock } from './store-clock.ts';
 import { createUndoOnRecovery, type UndoOnRecovery } from './undo-on-recovery.ts';
 
 export interface StoreCallsOptions {
@@ -37,7 +37,10 @@ export interface StoreCalls {
   readonly turn: TurnSchedule | undefined;
   /** A command in this turn's write; its reply. Not bounded: run it inside `attempt`. */
   send(command: string, args: readonly ScriptArg[]): Promise<unknown>;
-  /** A script with the KEYS and ARGV its typed function builds from `input`. */
+  /**
+   * A script with the KEYS and ARGV its typed function builds from `input`; its reply. Throws
+   * StoreDeadlinePassedError when the script ran past its deadline and changed nothing.
+   */
   run<Input>(definition: StoreScript<Input>, input: Input): Promise<unknown>;
   /** The deadline argument of a call sent now (store-clock.ts). */
   deadlineArg(): string;
@@ -76,7 +79,13 @@ export function createStoreCalls(connection: RedisConnection, options: StoreCall
     undos,
     turn,
     send,
-    run: (definition, input) => send(definition.command, commandArgs(definition, input)),
+    async run(definition, input) {
+      const reply = await send(definition.command, commandArgs(definition, input));
+      // {'expired', the store's µs}: the call reached the store after the gateway gave up on it.
+      if (!Array.isArray(reply) || reply[0] !== 'expired') return reply;
+      if (typeof reply[1] === 'number') clock.observe(reply[1]);
+      throw new StoreDeadlinePassedError();
+    },
     deadlineArg: () => clock.deadlineArg(commandTimeoutMs),
     async attempt(operation, call, fallback) {
       if (breaker.open) return fallback(false);

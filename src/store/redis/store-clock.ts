@@ -68,10 +68,3 @@ export class StoreDeadlinePassedError extends Error {
     this.name = 'StoreDeadlinePassedError';
   }
 }
-
-/** Whether `reply` is a script's {'expired', µs}; the store's µs go to `clock` either way. */
-export function isExpiredReply(reply: unknown, clock: StoreClock): boolean {
-  if (!Array.isArray(reply) || reply[0] !== 'expired') return false;
-  if (typeof reply[1] === 'number') clock.observe(reply[1]);
-  return true;
-}
