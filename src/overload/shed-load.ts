@@ -20,7 +20,7 @@ const LOAD_SAMPLE_INTERVAL_MS = 250;
 export type OverloadSettings = GatewayConfig['server']['overload'];
 
 /** The answer to a request shed because the process, or its upstream concurrency, is at its limit. */
-export function overloadedError(
+function overloadedError(
   retryAfterSeconds: number,
   name: 'replica_overloaded' | 'upstream_queue_full',
 ): GatewayError {
