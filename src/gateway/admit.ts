@@ -8,7 +8,7 @@ import { gatewayError } from '../errors/registry.ts';
 import { ensureRequestId } from '../ownership/request-id.ts';
 import type { TakenOutcome } from '../ownership/store.ts';
 import type { GatewayRoute } from '../routing/route-table.ts';
-import { applicableLimits, limitHeadersOrRefusal } from './limits.ts';
+import { applicableLimits, limitHeadersOrRefusal } from '../ratelimit/tenant-limits.ts';
 import { bodyOf, requestIdParam, routeOf, tenantOf } from './request-state.ts';
 
 export interface AdmitHookOptions {

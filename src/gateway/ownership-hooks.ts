@@ -4,7 +4,7 @@
 import type { DoneFuncWithErrOrRes, FastifyReply, FastifyRequest } from 'fastify';
 import type { TenantConfig } from '../config/schema.ts';
 import { gatewayError } from '../errors/registry.ts';
-import { peekTenantLimits } from './limits.ts';
+import { peekTenantLimits } from '../ratelimit/tenant-limits.ts';
 import type { RateLimiter } from '../ratelimit/types.ts';
 import type { GatewayRoute } from '../routing/route-table.ts';
 import type { OwnershipStore, SubmissionResponse, TakenOutcome } from '../ownership/store.ts';

@@ -12,7 +12,7 @@ import type { UsageMeter } from '../usage/meter.ts';
 import { recordExchangeUsage } from '../usage/record.ts';
 import { createAccountHandler } from './account.ts';
 import type { AuthFailureGuard } from './auth-failure-guard.ts';
-import { peekTenantLimits } from './limits.ts';
+import { peekTenantLimits } from '../ratelimit/tenant-limits.ts';
 import { bodyOf, requestIdParam, routeOf, tenantOf } from './request-state.ts';
 
 export interface CredentialSource {

@@ -5,7 +5,7 @@ import type { TenantPolicy } from '../config/schema.ts';
 import { compareDecimals, isWholeDecimal, parseExactDecimal } from '../json/exact-decimal.ts';
 import { exactNumberAt, type NumberTexts } from '../json/number-texts.ts';
 import { IMAGE_DEFAULTS, SAFETY_LEVELS, type SafetyLevel } from '../maxai/schemas.ts';
-import { firstMatchingGlob } from './model-globs.ts';
+import { firstMatchingGlob } from '../config/model-globs.ts';
 import type {
   PolicyChange,
   PolicyDecision,

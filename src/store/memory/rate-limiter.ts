@@ -6,18 +6,12 @@ import { decide, decideWithoutStore } from '../../ratelimit/decision.ts';
 import { evaluateLimits, type GcraState } from '../../ratelimit/gcra.ts';
 import type { RateLimitMetrics } from '../../ratelimit/metrics.ts';
 import type { LimitRequest, RateDecision, RateLimiter } from '../../ratelimit/types.ts';
+import { monotonicEpochMicros } from '../clock.ts';
 
 export interface MemoryRateLimiterOptions {
   /** µs since the epoch; defaults to a monotonic clock anchored at process start. */
   nowMicros?: () => number;
   metrics?: RateLimitMetrics;
-}
-
-const MICROS_PER_MILLISECOND = 1_000;
-
-// Monotonic: a wall-clock step (NTP, an operator) must not refill or drain limits.
-function monotonicEpochMicros(): number {
-  return Math.round((performance.timeOrigin + performance.now()) * MICROS_PER_MILLISECOND);
 }
 
 export function createMemoryRateLimiter(options: MemoryRateLimiterOptions = {}): RateLimiter {

@@ -5,8 +5,8 @@ import type { RouteId } from '../config/route-ids.ts';
 import type { TenantConfig, TenantLimit } from '../config/schema.ts';
 import { gatewayError } from '../errors/registry.ts';
 import { requestedSamples, requestedVideoSeconds } from '../maxai/request-values.ts';
-import { rateLimitHeaders } from '../ratelimit/headers.ts';
-import type { LimitRequest, RateDecision, RateLimiter } from '../ratelimit/types.ts';
+import { rateLimitHeaders } from './headers.ts';
+import type { LimitRequest, RateDecision, RateLimiter } from './types.ts';
 
 // The route that carries each cost unit; `requests` is carried by every route.
 const UNIT_ROUTE = { samples: 'images.create', videoSeconds: 'videos.create' } as const;
