@@ -11,15 +11,15 @@ export const TENANT_KEY_PREFIX = 'ggk_';
 export const TENANT_ID_DESCRIPTION =
   '1 to 63 lowercase letters, digits or "-", starting with a letter or digit';
 
-export const DEFAULT_SERVER_PORT = 8080;
-export const DEFAULT_ADMIN_PORT = 9090;
-export const DEFAULT_SIMULATOR_PORT = 8090;
-export const DEFAULT_BODY_LIMIT_BYTES = 10_485_760;
-export const DEFAULT_REQUEST_TIMEOUT_MS = 120_000;
+const DEFAULT_SERVER_PORT = 8080;
+const DEFAULT_ADMIN_PORT = 9090;
+const DEFAULT_SIMULATOR_PORT = 8090;
+const DEFAULT_BODY_LIMIT_BYTES = 10_485_760;
+const DEFAULT_REQUEST_TIMEOUT_MS = 120_000;
 /** Failed authentications one client address may make per window before it is refused outright. */
-export const DEFAULT_AUTH_FAILURE_LIMIT = 20;
-export const DEFAULT_AUTH_FAILURE_WINDOW_SECONDS = 60;
-export const DEFAULT_UPSTREAM_BASE_URL = 'https://api.maxai.lol';
+const DEFAULT_AUTH_FAILURE_LIMIT = 20;
+const DEFAULT_AUTH_FAILURE_WINDOW_SECONDS = 60;
+const DEFAULT_UPSTREAM_BASE_URL = 'https://api.maxai.lol';
 export const DEFAULT_UPSTREAM_TIMEOUT_MS = 60_000;
 // Concurrency towards the upstream: exchanges at once (one per connection), and how long a request may
 // wait for one before it is answered 503 overloaded.
@@ -29,22 +29,22 @@ export const DEFAULT_UPSTREAM_QUEUE_TIMEOUT_MS = 500;
 export const DEFAULT_UPSTREAM_MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
 // Longer than the idle timeout of common balancers (nginx and cloud load balancers: 60 s), so that the
 // balancer, not the gateway, closes an idle kept-alive connection: it then never sends on a closed one.
-export const DEFAULT_KEEP_ALIVE_TIMEOUT_MS = 72_000;
+const DEFAULT_KEEP_ALIVE_TIMEOUT_MS = 72_000;
 // A connection ends (cleanly, with Connection: close) after this many requests, so that the traffic of
 // long-lived balancer connections spreads over replicas added since.
-export const DEFAULT_MAX_REQUESTS_PER_SOCKET = 1_000;
+const DEFAULT_MAX_REQUESTS_PER_SOCKET = 1_000;
 // Load shedding (contract section 9): past either threshold new requests get 503 overloaded.
-export const DEFAULT_OVERLOAD_MAX_EVENT_LOOP_DELAY_MS = 200;
-export const DEFAULT_OVERLOAD_MAX_HEAP_USED_RATIO = 0.9;
+const DEFAULT_OVERLOAD_MAX_EVENT_LOOP_DELAY_MS = 200;
+const DEFAULT_OVERLOAD_MAX_HEAP_USED_RATIO = 0.9;
 export const DEFAULT_OVERLOAD_RETRY_AFTER_SECONDS = 1;
-export const DEFAULT_SIMULATOR_QUEUED_MS = 1_500;
-export const DEFAULT_SIMULATOR_PROCESSING_MS = 2_500;
-export const DEFAULT_SIMULATOR_REQUESTS_PER_MINUTE = 600;
+const DEFAULT_SIMULATOR_QUEUED_MS = 1_500;
+const DEFAULT_SIMULATOR_PROCESSING_MS = 2_500;
+const DEFAULT_SIMULATOR_REQUESTS_PER_MINUTE = 600;
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379/0';
-export const DEFAULT_REDIS_KEY_PREFIX = 'gengate:';
-export const DEFAULT_STORE_COMMAND_TIMEOUT_MS = 100;
+const DEFAULT_REDIS_KEY_PREFIX = 'gengate:';
+const DEFAULT_STORE_COMMAND_TIMEOUT_MS = 100;
 /** How long the gateway remembers who owns a request id: long past any client's last poll of it. */
-export const DEFAULT_OWNERSHIP_TTL_SECONDS = 7 * 24 * 3600;
+const DEFAULT_OWNERSHIP_TTL_SECONDS = 7 * 24 * 3600;
 const MAX_LIMIT_WINDOW_SECONDS = 86_400;
 const MAX_UPSTREAM_SAMPLES = 20;
 const MAX_UPSTREAM_STEPS = 50;

@@ -13,7 +13,7 @@ export interface RequestSchemaOptions {
   guessedRanges: boolean;
 }
 
-export const UUID_V4_PATTERN =
+const UUID_V4_PATTERN =
   '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$';
 /** `<vendor>@<model_name>`: exactly one `@`, both parts non-empty, no whitespace. */
 const MODEL_ID_PATTERN = '^[^@\\s]+@[^@\\s]+$';

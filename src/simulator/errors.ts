@@ -29,7 +29,7 @@ export interface SimulatedErrorOptions {
   headers?: Record<string, string>;
 }
 
-export class SimulatedError extends Error {
+class SimulatedError extends Error {
   readonly code: SimulatedErrorCode;
   readonly status: number;
   readonly options: SimulatedErrorOptions;

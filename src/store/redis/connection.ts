@@ -148,7 +148,7 @@ export function commandDeadline(
   return (operation) => operation;
 }
 
-export async function withDeadline<T>(operation: Promise<T>, timeoutMs: number): Promise<T> {
+async function withDeadline<T>(operation: Promise<T>, timeoutMs: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_resolve, reject) => {
     timer = setTimeout(() => {
