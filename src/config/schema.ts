@@ -33,7 +33,7 @@ const DEFAULT_KEEP_ALIVE_TIMEOUT_MS = 72_000;
 // A connection ends (cleanly, with Connection: close) after this many requests, so that the traffic of
 // long-lived balancer connections spreads over replicas added since.
 const DEFAULT_MAX_REQUESTS_PER_SOCKET = 1_000;
-// Load shedding (contract section 9): past either threshold new requests get 503 overloaded.
+// Load shedding (docs/reliability.md, "Overload"): past either threshold new requests get 503 overloaded.
 const DEFAULT_OVERLOAD_MAX_EVENT_LOOP_DELAY_MS = 200;
 const DEFAULT_OVERLOAD_MAX_HEAP_USED_RATIO = 0.9;
 export const DEFAULT_OVERLOAD_RETRY_AFTER_SECONDS = 1;

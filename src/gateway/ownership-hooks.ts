@@ -1,4 +1,4 @@
-// The ownership steps of the request pipeline (contract section 7; order in docs/ownership.md): the
+// The ownership steps of the request pipeline (docs/ownership.md, with their order): the
 // answer to a create whose requestId is taken, and the settling of a claim once the create is answered.
 // The claim itself, and the ownership check of GET and DELETE, are part of admission (src/gateway/admit.ts).
 import type { DoneFuncWithErrOrRes, FastifyReply, FastifyRequest } from 'fastify';

@@ -1,4 +1,4 @@
-// The service's response envelopes (upstream-api.md "Envelopes", contract section 9).
+// The service's response envelopes (docs/architecture.md, "Errors").
 export type ErrorType =
   | 'validation_error'
   | 'authentication_error'

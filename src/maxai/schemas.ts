@@ -1,4 +1,4 @@
-// The request bodies the service accepts, as JSON Schemas built from upstream-api.md. Two custom
+// The request bodies the service accepts, as JSON Schemas built from the service's published table (docs/validation.md, "The schema"). Two custom
 // keywords are understood by src/maxai/validator.ts:
 //   exactNumber: { integer, minimum?, maximum?, nullable }  a number within inclusive bounds written as
 //                digit strings, judged on the exact decimal value of the text the client wrote;
@@ -9,7 +9,7 @@
 export interface RequestSchemaOptions {
   /** `reject` answers unknown top-level fields (the gateway); `allow` ignores them (the service). */
   unknownTopLevel: 'allow' | 'reject';
-  /** Apply the ranges upstream-api.md marks [guess]; only the simulator may, never the gateway. */
+  /** Apply the ranges the service's table marks as guesses (docs/simulator.md); only the simulator may, never the gateway. */
   guessedRanges: boolean;
 }
 
@@ -31,7 +31,7 @@ const OUTPUT_TYPES = ['url', 'base64', 'dataURI'] as const;
 export type SafetyLevel = (typeof SAFETY_LEVELS)[number];
 export type OutputType = (typeof OUTPUT_TYPES)[number];
 
-/** The service's documented defaults for an image request (upstream-api.md table). */
+/** The service's documented defaults for an image request (docs/policy.md). */
 export const IMAGE_DEFAULTS = {
   safetyLevel: 'medium',
   outputQuality: 95,

@@ -1,4 +1,4 @@
-// gengate's Prometheus metrics (contract section 10). Every label value comes from configuration or the
+// gengate's Prometheus metrics (docs/operations.md, "Metrics"). Every label value comes from configuration or the
 // route table, never from request data, so series stay bounded whatever clients send. The ones updated on
 // every request are cell metrics (./cell-metrics.ts): their updates allocate nothing.
 // Counters whose label values are a fixed set start at 0 here; the per-tenant ones start at 0 when the

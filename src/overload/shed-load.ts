@@ -1,4 +1,4 @@
-// Load shedding (contract section 9): once the process is past its load thresholds, new requests get a
+// Load shedding (docs/reliability.md, "Overload"): once the process is past its load thresholds, new requests get a
 // fast 503 overloaded with Retry-After instead of queueing behind the ones it can still serve, readiness
 // reports it so a balancer sends traffic elsewhere, and gengate_overloaded shows it. Requests already
 // past the check are served to the end: nothing admitted is dropped.

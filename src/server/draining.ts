@@ -1,4 +1,4 @@
-// Graceful shutdown, as a load balancer in front sees it (contract section 10): once close() begins the
+// Graceful shutdown, as a load balancer in front sees it (docs/reliability.md, "Rolling restart behind a load balancer"): once close() begins the
 // listener is closed (new connections are refused, which a balancer retries elsewhere), and a request
 // that arrives on a connection already open is served like any other, answered with `Connection: close`
 // so that the connection ends cleanly after it. Requests in flight finish and close their connections

@@ -1,4 +1,4 @@
-// The service's routes under /v1, as upstream-api.md describes them, plus the result downloads the
+// The service's routes under /v1, as docs/simulator.md describes them, plus the result downloads the
 // records point at. Every /v1 route authenticates and counts against the account's per-minute limit.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { parseJsonLossless } from './lossless-json.ts';

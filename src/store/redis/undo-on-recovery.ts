@@ -1,6 +1,6 @@
 // Store writes that could not be sent or confirmed, undone once the store answers again.
 //
-// A create the gateway refused must leave no claim and no charge behind (contract sections 7 and 8), but
+// A create the gateway refused must leave no claim and no charge behind (docs/ownership.md, docs/rate-limits.md), but
 // when the store times out the gateway cannot know whether its admission ran, and while the breaker is
 // open it cannot send the release of a claim either. Each such case leaves an undo here: a store call
 // that is harmless when there is nothing to undo (it checks the attempt's token, or that the claim is
