@@ -1,7 +1,7 @@
 // The last step before a request is forwarded: its request id and its charge decided together, in one
 // store call where the store allows it (src/admission), and the decision turned into rate-limit headers or
-// the refusal docs/ownership.md and docs/rate-limits.md name. Runs after authentication, validation and policy, so what is charged is
-// what will be sent.
+// the refusal docs/ownership.md and docs/rate-limits.md name. Runs after authentication, validation and
+// policy, so what is charged is what will be sent.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Admission, RequestIdCheck } from '../admission/admission.ts';
 import { gatewayError } from '../errors/registry.ts';

@@ -1,5 +1,6 @@
 // The options of the Node HTTP server under the gateway (Fastify's `http` option), each deliberate:
-// docs/security.md ("The HTTP edge in detail") wants ambiguous framing refused and slow clients cut near their bound.
+// docs/security.md ("The HTTP edge in detail") wants ambiguous framing refused and slow clients cut near
+// their bound.
 import type { ServerOptions } from 'node:http';
 
 /**

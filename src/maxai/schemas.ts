@@ -1,15 +1,15 @@
-// The request bodies the service accepts, as JSON Schemas built from the service's published table (docs/validation.md, "The schema"). Two custom
-// keywords are understood by src/maxai/validator.ts:
-//   exactNumber: { integer, minimum?, maximum?, nullable }  a number within inclusive bounds written as
-//                digit strings, judged on the exact decimal value of the text the client wrote;
-//   sizeOneOf:   ["640x640", ...]  an object whose width x height is one of the listed sizes.
-// Integers use exactNumber rather than Ajv's `type: integer` so that a 19-digit seed is judged on its
-// exact digits, `4.0000000000000001` is no integer, and an enormous `samples` reads "must be at most 20".
+// The request bodies the service accepts, as JSON Schemas built from the service's published table
+// (docs/validation.md, "The schema"). Two custom keywords are understood by src/maxai/validator.ts:
+// exactNumber: { integer, minimum?, maximum?, nullable }  a number within inclusive bounds written as digit
+// strings, judged on the exact decimal value of the text the client wrote; sizeOneOf:   ["640x640", ...]  an
+// object whose width x height is one of the listed sizes. Integers use exactNumber rather than Ajv's `type:
+// integer` so that a 19-digit seed is judged on its exact digits, `4.0000000000000001` is no integer, and an
+// enormous `samples` reads "must be at most 20".
 
 export interface RequestSchemaOptions {
   /** `reject` answers unknown top-level fields (the gateway); `allow` ignores them (the service). */
   unknownTopLevel: 'allow' | 'reject';
-  /** Apply the ranges the service's table marks as guesses (docs/simulator.md); only the simulator may, never the gateway. */
+  /** Apply the ranges the service's table marks as guesses (docs/simulator.md): the simulator only. */
   guessedRanges: boolean;
 }
 
