@@ -172,7 +172,10 @@ const outputTypes: RuleEvaluator = (policy, route, body) => {
   );
 };
 
-/** Every rule, in docs/policy.md's order: models, video, safetyLevel, samples, steps, scanResults, outputTypes. */
+/**
+ * Every rule, in docs/policy.md's order: models, video, safetyLevel, samples, steps, scanResults,
+ * outputTypes.
+ */
 export const RULES_IN_ORDER: readonly RuleEvaluator[] = [
   models,
   video,
