@@ -76,7 +76,7 @@ export function createOwnershipHooks(options: OwnershipHooksOptions) {
    * onSend of creates: keeps the accepted submission, or frees an id whose submission did not happen.
    * The write is issued as the answer leaves (it reaches Redis at the end of the same event-loop turn)
    * but not waited for: it is off the request's path. It goes before any command issued after it
-   * (src/store/redis/coalesce-writes.ts), so this replica's next claim of the id already sees the record.
+   * (src/store/redis/send-per-turn.ts), so this replica's next claim of the id already sees the record.
    */
   function settleClaim(
     request: FastifyRequest,

@@ -1,5 +1,5 @@
 // The request bodies the service accepts, as JSON Schemas built from the service's published table
-// (docs/validation.md, "The schema"). Two custom keywords are understood by src/maxai/validator.ts:
+// (docs/validation.md, "The schema"). Two custom keywords are understood by src/validation/request-validator.ts:
 // exactNumber: { integer, minimum?, maximum?, nullable }  a number within inclusive bounds written as digit
 // strings, judged on the exact decimal value of the text the client wrote; sizeOneOf:   ["640x640", ...]  an
 // object whose width x height is one of the listed sizes. Integers use exactNumber rather than Ajv's `type:

@@ -1,5 +1,5 @@
 // GCRA (generic cell rate algorithm) over several limits at once, charged all-or-nothing. This is the
-// TypeScript twin of gcra.lua, which is the reference: same state, same operations in the same order, so
+// TypeScript twin of src/store/redis/scripts/includes/gcra.lua, which is the reference: same state, same operations in the same order, so
 // both give identical numbers (test/ratelimit/property.test.ts compares them).
 //
 // A limit of L units per W µs emits one unit every W/L µs. Its state is the theoretical arrival time

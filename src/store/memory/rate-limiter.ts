@@ -1,6 +1,6 @@
 // Rate limits kept in this process: the store for `store.kind: memory` (one replica) and the per-replica
 // fallback while Redis fails. Same algorithm and numbers as the Redis script (src/ratelimit/gcra.ts
-// mirrors src/store/redis/gcra.lua). Holds one entry per tenant limit ever charged, a set bounded by the
+// mirrors src/store/redis/scripts/includes/gcra.lua). Holds one entry per tenant limit ever charged, a set bounded by the
 // configuration.
 import { decide, decideWithoutStore } from '../../ratelimit/decision.ts';
 import { evaluateLimits, type GcraState } from '../../ratelimit/gcra.ts';
