@@ -14,7 +14,7 @@ import { Readable } from 'node:stream';
 import type { PolicyRoute } from '../policy/outcome.ts';
 import { routeRejection } from '../policy/rules.ts';
 import type { RateLimiter } from '../ratelimit/types.ts';
-import { assertRoomBeforeBody } from './limits.ts';
+import { assertRoomBeforeBody } from '../ratelimit/tenant-limits.ts';
 import { policyViolation } from './policy-hook.ts';
 import { routeOf, tenantOf } from './request-state.ts';
 

@@ -8,7 +8,7 @@ import { ROUTE_IDS, type RouteId } from '../config/route-ids.ts';
 import { toGatewayError } from '../errors/error-handler.ts';
 import type { ErrorCode, GatewayError } from '../errors/registry.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
-import { UNKNOWN_FIELD_MESSAGE } from '../maxai/validator.ts';
+import { UNKNOWN_FIELD_MESSAGE } from '../validation/request-validator.ts';
 import { routeSchemaFor } from '../validation/request-schemas.ts';
 
 const UNKNOWN_PARAM_LABEL = '(unknown)';

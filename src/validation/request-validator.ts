@@ -4,8 +4,8 @@ import { Ajv, type AnySchema, type ErrorObject } from 'ajv';
 import { echoedName } from '../json/echoed-name.ts';
 import { compareDecimals, isWholeDecimal, parseExactDecimal } from '../json/exact-decimal.ts';
 import { NumberTexts, exactNumberAt } from '../json/number-texts.ts';
-import type { ErrorDetail } from './envelope.ts';
-import { PATTERN_MESSAGES } from './schemas.ts';
+import type { ErrorDetail } from '../maxai/envelope.ts';
+import { PATTERN_MESSAGES } from '../maxai/schemas.ts';
 
 /** What an `unknown_field` problem says of its member, in `details`. */
 export const UNKNOWN_FIELD_MESSAGE = 'is not a known parameter';
