@@ -16,7 +16,7 @@ import type { GatewayConfig } from '../config/schema.ts';
 import { operatorPath, readArguments, reportUsageError, type CommandSpec } from './arguments.ts';
 import { EXIT_INVALID, EXIT_OK } from './exit-codes.ts';
 
-export const CHECK_CONFIG_COMMAND = {
+const CHECK_CONFIG_COMMAND = {
   name: 'gengate check-config',
   help: `usage: npm run gengate -- check-config --config FILE [--skip-credentials] [--strict] [--against RUNNING]
 

@@ -10,7 +10,7 @@ import { EXIT_OK } from './exit-codes.ts';
 
 const TENANT_ID = new RegExp(TENANT_ID_PATTERN);
 
-export const NEW_KEY_COMMAND = {
+const NEW_KEY_COMMAND = {
   name: 'gengate new-key',
   help: `usage: npm run gengate -- new-key --tenant ID [--label TEXT] [--expires-at 2027-06-30T00:00:00Z]
 

@@ -16,7 +16,7 @@ const DEMO_TOKENS: SimulatedToken[] = [
   { name: 'research', token: 'sim_research_8e2d6b4f1a9c7e5d' },
 ];
 
-export const SIMULATOR_COMMAND = {
+const SIMULATOR_COMMAND = {
   name: 'gengate simulator',
   help: `usage: npm run gengate -- simulator [options]
 

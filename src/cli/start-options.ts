@@ -8,7 +8,7 @@ import { operatorPath, readArguments, reportUsageError, type CommandSpec } from 
 
 const DEMO_CONFIG = fileURLToPath(new URL('../../config/demo.yaml', import.meta.url));
 
-export const START_COMMAND = {
+const START_COMMAND = {
   name: 'gengate',
   help: `usage: npm start -- [--config FILE]       (npm start alone runs the demo)
        node dist/main.js --config FILE
