@@ -33,6 +33,9 @@ export const DEFAULT_KEEP_ALIVE_TIMEOUT_MS = 72_000;
 // A connection ends (cleanly, with Connection: close) after this many requests, so that the traffic of
 // long-lived balancer connections spreads over replicas added since.
 export const DEFAULT_MAX_REQUESTS_PER_SOCKET = 1_000;
+// How long a drain lets requests in flight finish after SIGTERM (contract section 10): at least as long
+// as most generation calls take; what it cuts is counted in gengate_drain_aborted_requests_total.
+export const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
 // Load shedding (contract section 9): past either threshold new requests get 503 overloaded.
 export const DEFAULT_OVERLOAD_MAX_EVENT_LOOP_DELAY_MS = 200;
 export const DEFAULT_OVERLOAD_MAX_HEAP_USED_RATIO = 0.9;
@@ -85,6 +88,7 @@ const ServerSchema = object(
     ),
     requestTimeoutMs: positiveMs(DEFAULT_REQUEST_TIMEOUT_MS),
     keepAliveTimeoutMs: positiveMs(DEFAULT_KEEP_ALIVE_TIMEOUT_MS),
+    drainTimeoutMs: positiveMs(DEFAULT_DRAIN_TIMEOUT_MS),
     maxRequestsPerSocket: Type.Integer({
       minimum: 0,
       default: DEFAULT_MAX_REQUESTS_PER_SOCKET,

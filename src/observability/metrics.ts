@@ -73,6 +73,11 @@ export function createMetrics(registry: Registry = new Registry()) {
       this.set(overloadedNow() ? 1 : 0);
     },
   });
+  const drainAborted = new Counter({
+    name: 'gengate_drain_aborted_requests_total',
+    help: 'Requests still in flight when a drain reached server.drainTimeoutMs, and cut.',
+    registers: [registry],
+  });
   new Gauge({
     name: 'gengate_build_info',
     help: 'Always 1; the labels name the gengate version and the Node.js version running it.',
@@ -82,6 +87,7 @@ export function createMetrics(registry: Registry = new Registry()) {
   return {
     registry,
     loadShed,
+    drainAborted,
     /** Where gengate_overloaded reads its value at each scrape. */
     reportOverloadFrom(overloaded: () => boolean) {
       overloadedNow = overloaded;

@@ -31,8 +31,12 @@ interface ConnectionState {
   closeTimer: NodeJS.Timeout | undefined;
 }
 
-/** During close(), closes each connection once it has been idle long enough, and no other. */
-function closeIdleConnectionsGracefully(app: FastifyInstance): void {
+/**
+ * During close(), closes each connection once it has been idle long enough, and no other. Returns the
+ * way to cut every connection at once when the drain's deadline has passed, with the number of requests
+ * that were still in flight on them.
+ */
+function closeIdleConnectionsGracefully(app: FastifyInstance): () => number {
   const server: Server = app.server;
   const connections = new Map<Socket, ConnectionState>();
   let closing = false;
@@ -91,13 +95,22 @@ function closeIdleConnectionsGracefully(app: FastifyInstance): void {
     };
     done();
   });
+
+  return () => {
+    let requestsCut = 0;
+    for (const [socket, state] of connections) {
+      requestsCut += state.requestsInFlight;
+      socket.destroy();
+    }
+    return requestsCut;
+  };
 }
 
 /** The drain of the gateway and of the admin server: every response sent while closing ends its connection. */
 export const draining = fp(
   (app, _options, done) => {
     let closing = false;
-    closeIdleConnectionsGracefully(app);
+    app.decorate('cutConnections', closeIdleConnectionsGracefully(app));
     app.addHook('preClose', (next) => {
       closing = true;
       next();

@@ -7,6 +7,13 @@ declare module 'fastify' {
     /** What the gateway knows about the request; set by the app's first onRequest hook. */
     gateway: RequestState;
   }
+  interface FastifyInstance {
+    /**
+     * Destroys every open connection and returns how many requests were in flight on them: what a drain
+     * that outlived its deadline cuts (src/server/draining.ts).
+     */
+    cutConnections(): number;
+  }
   interface FastifyContextConfig {
     gatewayRoute?: GatewayRoute;
   }

@@ -96,6 +96,7 @@ tenants:
         trustProxy: false,
         requestTimeoutMs: 120000,
         keepAliveTimeoutMs: 72000,
+        drainTimeoutMs: 30000,
         maxRequestsPerSocket: 1000,
         overload: { maxEventLoopDelayMs: 200, maxHeapUsedRatio: 0.9, retryAfterSeconds: 1 },
         authenticationFailures: { limit: 20, windowSeconds: 60 },
