@@ -17,10 +17,13 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 
-// How long a connection must have been idle (since it opened or last answered) before the drain closes
-// it. A balancer reuses its busiest connections first, so one idle this long is not about to carry a
-// request; and Node reads a new socket only in a later turn of the event loop (later still when the loop
-// lags), so a request may already be on its way on a connection that looks idle.
+// How long a connection must have been idle (since it opened or last answered, and since the drain began)
+// before the drain closes it. A balancer reuses its busiest connections first, so one idle this long is
+// not about to carry a request; and Node reads a new socket only in a later turn of the event loop (later
+// still when the loop lags), so a request may already be on its way on a connection that looks idle.
+// Counted from the drain's start too: a balancer that still routes to the replica takes its pooled
+// connections at the moment of the signal, long-idle ones included (a burst needs them all), and each
+// such request is served with Connection: close; closing them at once lost those requests.
 const IDLE_CONNECTION_GRACE_MS = 1_000;
 
 interface ConnectionState {
@@ -40,20 +43,26 @@ function closeIdleConnectionsGracefully(app: FastifyInstance): () => number {
   const server: Server = app.server;
   const connections = new Map<Socket, ConnectionState>();
   let closing = false;
+  let drainStartedMs = 0;
 
   function closeOnceIdleLongEnough(socket: Socket, state: ConnectionState): void {
     clearTimeout(state.closeTimer);
     if (state.requestsInFlight > 0) return;
-    const waitMs = Math.max(0, state.idleSinceMs + IDLE_CONNECTION_GRACE_MS - performance.now());
+    const idleSinceMs = Math.max(state.idleSinceMs, drainStartedMs);
+    const waitMs = Math.max(0, idleSinceMs + IDLE_CONNECTION_GRACE_MS - performance.now());
     state.closeTimer = setTimeout(() => {
-      if (state.requestsInFlight > 0) return;
-      if (socket.bytesRead > state.bytesReadWhenIdle) {
-        // Part of a request has arrived: it gets the full grace again to become one.
-        markIdle(socket, state);
-        closeOnceIdleLongEnough(socket, state);
-        return;
-      }
-      socket.destroy();
+      // Timers run before the loop polls its sockets: bytes already in the kernel are read (and a
+      // request on them begun) only in the poll phase after this one, which setImmediate follows.
+      setImmediate(() => {
+        if (state.requestsInFlight > 0 || socket.destroyed) return;
+        if (socket.bytesRead > state.bytesReadWhenIdle) {
+          // Part of a request has arrived: it gets the full grace again to become one.
+          markIdle(socket, state);
+          closeOnceIdleLongEnough(socket, state);
+          return;
+        }
+        socket.destroy();
+      });
     }, waitMs);
   }
 
@@ -90,10 +99,15 @@ function closeIdleConnectionsGracefully(app: FastifyInstance): () => number {
 
   app.addHook('preClose', (done) => {
     closing = true;
+    drainStartedMs = performance.now();
     server.closeIdleConnections = () => {
       for (const [socket, state] of connections) closeOnceIdleLongEnough(socket, state);
     };
-    done();
+    // close() shuts the listener next, and the kernel resets every connection it has completed that
+    // Node has not accepted yet: a balancer that had already sent a request on one answers its client
+    // 502 (it cannot retry a POST it sent). Closing in the check phase, right after the poll phase has
+    // accepted every connection pending, leaves the fewest there.
+    setImmediate(done);
   });
 
   return () => {
