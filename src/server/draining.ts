@@ -1,7 +1,7 @@
-// Graceful shutdown, as a load balancer in front sees it (contract section 10): once close() begins the
-// listener is closed (new connections are refused, which a balancer retries elsewhere), and a request
-// that arrives on a connection already open is served like any other, answered with `Connection: close`
-// so that the connection ends cleanly after it. Requests in flight finish and close their connections
+// Graceful shutdown, as a load balancer in front sees it (contract section 10): once close() begins, a
+// request that arrives on a connection already open is served like any other, answered with
+// `Connection: close` so that the connection ends cleanly after it, and the listener closes (new
+// connections are refused, which a balancer retries elsewhere) after a short linger, see below. Requests in flight finish and close their connections
 // the same way. Only a connection that stays idle is closed by the gateway, and only once it has been
 // idle for a grace: a balancer may already have sent a request on a kept-alive connection that Node has
 // not read yet, and a POST lost that way cannot be retried by it (it answers the client 502).
@@ -14,8 +14,9 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
+import { connectionsAwaitingAccept } from './accept-queue.ts';
 
 // How long a connection must have been idle (since it opened or last answered, and since the drain began)
 // before the drain closes it. A balancer reuses its busiest connections first, so one idle this long is
@@ -25,6 +26,23 @@ import { performance } from 'node:perf_hooks';
 // connections at the moment of the signal, long-idle ones included (a burst needs them all), and each
 // such request is served with Connection: close; closing them at once lost those requests.
 const IDLE_CONNECTION_GRACE_MS = 1_000;
+
+// While connections wait to be accepted, how soon to look again (a poll phase accepts them meanwhile),
+// and for how long at most: Fastify gives a close hook 10 s (its pluginTimeout) before it fails close().
+const ACCEPT_QUEUE_RECHECK_MS = 1;
+const ACCEPT_QUEUE_WAIT_MS = 2_000;
+
+export interface DrainingOptions {
+  /**
+   * How long the listener keeps accepting once close() begins. Closing a listening socket makes the
+   * kernel reset every connection it has completed that Node has not accepted yet, and a balancer that
+   * already sent a request on one answers its client 502 (it cannot retry a POST it sent). A balancer
+   * that still routes to the replica opens connections at the moment of the signal (a burst finds too
+   * few pooled ones), so the listener outlives that moment; connections accepted meanwhile are served
+   * like the others, with Connection: close. 0 closes it at once (the admin server).
+   */
+  listenerLingerMs?: number;
+}
 
 interface ConnectionState {
   requestsInFlight: number;
@@ -39,7 +57,7 @@ interface ConnectionState {
  * way to cut every connection at once when the drain's deadline has passed, with the number of requests
  * that were still in flight on them.
  */
-function closeIdleConnectionsGracefully(app: FastifyInstance): () => number {
+function closeIdleConnectionsGracefully(app: FastifyInstance, listenerLingerMs: number): () => number {
   const server: Server = app.server;
   const connections = new Map<Socket, ConnectionState>();
   let closing = false;
@@ -103,11 +121,18 @@ function closeIdleConnectionsGracefully(app: FastifyInstance): () => number {
     server.closeIdleConnections = () => {
       for (const [socket, state] of connections) closeOnceIdleLongEnough(socket, state);
     };
-    // close() shuts the listener next, and the kernel resets every connection it has completed that
-    // Node has not accepted yet: a balancer that had already sent a request on one answers its client
-    // 502 (it cannot retry a POST it sent). Closing in the check phase, right after the poll phase has
-    // accepted every connection pending, leaves the fewest there.
-    setImmediate(done);
+    // close() shuts the listener once this hook is done: after the linger, and once no connection waits
+    // in the accept queue, checked in the check phase right after a poll phase has accepted those
+    // pending (close() follows in the same phase); where the queue cannot be read, or it never empties
+    // (a flood of connections), after at most ACCEPT_QUEUE_WAIT_MS more.
+    const port = (server.address() as AddressInfo | null)?.port;
+    const giveUpAtMs = performance.now() + listenerLingerMs + ACCEPT_QUEUE_WAIT_MS;
+    const closeWhenNoneWaiting = () => {
+      const waiting = port === undefined ? undefined : connectionsAwaitingAccept(port);
+      if (waiting === undefined || waiting === 0 || performance.now() >= giveUpAtMs) done();
+      else setTimeout(() => setImmediate(closeWhenNoneWaiting), ACCEPT_QUEUE_RECHECK_MS);
+    };
+    setTimeout(() => setImmediate(closeWhenNoneWaiting), listenerLingerMs);
   });
 
   return () => {
@@ -121,14 +146,15 @@ function closeIdleConnectionsGracefully(app: FastifyInstance): () => number {
 }
 
 /** The drain of the gateway and of the admin server: every response sent while closing ends its connection. */
-export const draining = fp(
-  (app, _options, done) => {
+export const draining = fp<DrainingOptions>(
+  (app, options, done) => {
     let closing = false;
-    app.decorate('cutConnections', closeIdleConnectionsGracefully(app));
+    // First: answers carry Connection: close from the drain's start, through the listener's linger.
     app.addHook('preClose', (next) => {
       closing = true;
       next();
     });
+    app.decorate('cutConnections', closeIdleConnectionsGracefully(app, options.listenerLingerMs ?? 0));
     app.addHook('onSend', function closeConnectionAfterResponse(_request, reply, payload, next) {
       if (closing) reply.header('connection', 'close');
       next(null, payload);
