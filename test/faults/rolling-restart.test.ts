@@ -84,18 +84,6 @@ test('a rolling restart behind nginx fails no request', async () => {
   });
   const burstOutcomes = await Promise.all(bursts);
   await burstAgent.close();
-  (await import('node:fs')).writeFileSync(
-    '/tmp/issue24-replicas.json',
-    JSON.stringify(
-      fleet.replicas.map((r) => ({
-        url: r.gatewayUrl,
-        lines: r.lines.filter((l) => l.msg !== 'request'),
-        stderr: r.stderr,
-      })),
-      null,
-      1,
-    ),
-  );
   const { outcomes } = run;
   fleet.simulator.faults.clear();
   const finding = report.add('rolling restart behind nginx (4 SIGTERMs, steady load)', run, { restarts });
