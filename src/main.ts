@@ -118,7 +118,7 @@ const readiness = createReadiness({
   ...(config.store.failMode === 'closed' ? { storeAvailable: () => !store.limiter.degraded } : {}),
   overloaded: () => isOverloaded(gateway),
 });
-const admin = buildAdminApp({ logger, metrics, readiness });
+const admin = buildAdminApp({ logger, metrics, readiness, maxConnections: config.admin.maxConnections });
 
 const { server: gatewayAddress, admin: adminAddress } = config;
 await orExitIfCannotListen('server.port', gatewayAddress, () =>

@@ -33,6 +33,11 @@ export const DEFAULT_KEEP_ALIVE_TIMEOUT_MS = 72_000;
 // A connection ends (cleanly, with Connection: close) after this many requests, so that the traffic of
 // long-lived balancer connections spreads over replicas added since.
 export const DEFAULT_MAX_REQUESTS_PER_SOCKET = 1_000;
+// Open connections at once, beyond which new ones are closed as soon as accepted: far above what a
+// replica serves (a balancer keeps a few hundred), far below the descriptors a container gets.
+export const DEFAULT_MAX_CONNECTIONS = 10_000;
+// The admin port serves a scraper or two and the probes.
+export const DEFAULT_ADMIN_MAX_CONNECTIONS = 64;
 // How long a drain lets requests in flight finish after SIGTERM (contract section 10): at least as long
 // as most generation calls take; what it cuts is counted in gengate_drain_aborted_requests_total.
 export const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
@@ -40,6 +45,9 @@ export const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
 export const DEFAULT_OVERLOAD_MAX_EVENT_LOOP_DELAY_MS = 200;
 export const DEFAULT_OVERLOAD_MAX_HEAP_USED_RATIO = 0.9;
 export const DEFAULT_OVERLOAD_RETRY_AFTER_SECONDS = 1;
+// The resident set past which new requests are shed: this share of the container's memory limit, so
+// that a replica refuses work before the kernel kills it for memory.
+export const DEFAULT_OVERLOAD_MAX_RSS_RATIO = 0.85;
 export const DEFAULT_SIMULATOR_QUEUED_MS = 1_500;
 export const DEFAULT_SIMULATOR_PROCESSING_MS = 2_500;
 export const DEFAULT_SIMULATOR_REQUESTS_PER_MINUTE = 600;
@@ -89,6 +97,7 @@ const ServerSchema = object(
     requestTimeoutMs: positiveMs(DEFAULT_REQUEST_TIMEOUT_MS),
     keepAliveTimeoutMs: positiveMs(DEFAULT_KEEP_ALIVE_TIMEOUT_MS),
     drainTimeoutMs: positiveMs(DEFAULT_DRAIN_TIMEOUT_MS),
+    maxConnections: Type.Integer({ minimum: 1, default: DEFAULT_MAX_CONNECTIONS }),
     maxRequestsPerSocket: Type.Integer({
       minimum: 0,
       default: DEFAULT_MAX_REQUESTS_PER_SOCKET,
@@ -108,6 +117,17 @@ const ServerSchema = object(
           description: "a share of V8's heap size limit (1 turns the check off)",
         }),
         retryAfterSeconds: Type.Integer({ minimum: 1, default: DEFAULT_OVERLOAD_RETRY_AFTER_SECONDS }),
+        maxRssRatio: Type.Number({
+          exclusiveMinimum: 0,
+          maximum: 1,
+          default: DEFAULT_OVERLOAD_MAX_RSS_RATIO,
+          description: "a share of the container's memory limit (1, or no limit known, turns the check off)",
+        }),
+        maxRssBytes: Type.Integer({
+          minimum: 0,
+          default: 0,
+          description: 'the resident set in bytes past which requests are shed; 0 takes maxRssRatio',
+        }),
       },
       {},
     ),
@@ -126,7 +146,14 @@ const ServerSchema = object(
   {},
 );
 
-const AdminSchema = object({ host: host('0.0.0.0'), port: port(DEFAULT_ADMIN_PORT) }, {});
+const AdminSchema = object(
+  {
+    host: host('0.0.0.0'),
+    port: port(DEFAULT_ADMIN_PORT),
+    maxConnections: Type.Integer({ minimum: 1, default: DEFAULT_ADMIN_MAX_CONNECTIONS }),
+  },
+  {},
+);
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 const LoggingSchema = object(

@@ -5,7 +5,7 @@
 //
 //   step             function or plugin (module)                          Fastify hook
 //   context          requestState (gateway/request-state.ts)              onRequest, app
-//   overload         loadShedding (overload/shed-load.ts)                 onRequest, app (under-pressure)
+//   overload         loadShedding (overload/shed-load.ts)                 onRequest, app
 //   observe: start   requestObserver (gateway/request-observer.ts)        onRequest, app
 //   request head     admitRequestHead (gateway/request-head.ts)           onRequest, app
 //   target check     admitRequestTarget (gateway/request-target.ts)       onRequest, route
@@ -33,6 +33,7 @@ import { installErrorHandling } from '../errors/error-handler.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
 import { loadShedding } from '../overload/shed-load.ts';
 import { GATEWAY_ROUTES } from '../routing/route-table.ts';
+import { limitConnections } from '../server/connection-limits.ts';
 import { draining } from '../server/draining.ts';
 import type { GatewayStore } from '../store/gateway-store.ts';
 import type { UpstreamClient } from '../upstream/client.ts';
@@ -73,6 +74,12 @@ export function installGatewayPipeline(
 ): void {
   installErrorHandling(app);
   answerConnectRequests(app.server, parts.logger);
+  limitConnections(app.server, {
+    name: 'gateway',
+    maxConnections: config.server.maxConnections,
+    logger: parts.logger,
+    metrics: parts.metrics,
+  });
 
   // App-wide, for every request (routed or not), in this order.
   void app.register(requestState);

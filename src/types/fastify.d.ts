@@ -1,5 +1,6 @@
 // gengate's additions to Fastify's request and route types, declared in one place.
 import type { RequestState } from '../gateway/request-state.ts';
+import type { LoadShedReason } from '../observability/metrics.ts';
 import type { GatewayRoute } from '../routing/route-table.ts';
 
 declare module 'fastify' {
@@ -13,6 +14,8 @@ declare module 'fastify' {
      * that outlived its deadline cuts (src/server/draining.ts).
      */
     cutConnections(): number;
+    /** Why new requests are shed now, or undefined (src/overload/shed-load.ts). */
+    loadShedReason(): LoadShedReason | undefined;
   }
   interface FastifyContextConfig {
     gatewayRoute?: GatewayRoute;

@@ -110,7 +110,12 @@ test('a tenant a reload adds has its counters at 0 at once, so its first event s
   await writeFile(configPath, configWith(2, [firstKey]) + teamB);
   gateway.signal('SIGHUP');
   await waitFor('the reload that adds team-b', () => reloads('success') > succeeded);
-  const metrics = await (await fetch(`${gateway.adminUrl}/metrics`)).text();
+  // /metrics is rendered at most once a second (src/admin/app.ts).
+  let metrics = '';
+  await waitFor('team-b in /metrics', async () => {
+    metrics = await (await fetch(`${gateway.adminUrl}/metrics`)).text();
+    return metrics.includes('tenant="team-b"');
+  });
   expect(metrics.split('\n').filter((line) => line.includes('tenant="team-b"'))).toEqual([
     'gengate_policy_actions_total{tenant="team-b",rule="steps",action="clamped",mode="shadow"} 0',
     'gengate_usage_images_total{tenant="team-b"} 0',
