@@ -97,6 +97,7 @@ tenants:
         requestTimeoutMs: 120000,
         keepAliveTimeoutMs: 72000,
         drainTimeoutMs: 30000,
+        maxConnections: 10000,
         maxRequestsPerSocket: 1000,
         overload: {
           maxEventLoopDelayMs: 200,
@@ -107,7 +108,7 @@ tenants:
         },
         authenticationFailures: { limit: 20, windowSeconds: 60 },
       },
-      admin: { host: '0.0.0.0', port: 9090 },
+      admin: { host: '0.0.0.0', port: 9090, maxConnections: 64 },
       logging: { level: 'info', prompts: false },
       upstream: {
         baseUrl: 'https://api.maxai.lol',
