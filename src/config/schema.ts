@@ -38,6 +38,9 @@ export const DEFAULT_MAX_REQUESTS_PER_SOCKET = 1_000;
 export const DEFAULT_MAX_CONNECTIONS = 10_000;
 // The admin port serves a scraper or two and the probes.
 export const DEFAULT_ADMIN_MAX_CONNECTIONS = 64;
+// How long a whole answer may take to reach the kernel once written: a client that does not read it is
+// cut and the answer freed. Time enough for tens of MB over a slow link.
+export const DEFAULT_SEND_TIMEOUT_MS = 30_000;
 // How long a drain lets requests in flight finish after SIGTERM (contract section 10): at least as long
 // as most generation calls take; what it cuts is counted in gengate_drain_aborted_requests_total.
 export const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
@@ -98,6 +101,7 @@ const ServerSchema = object(
     keepAliveTimeoutMs: positiveMs(DEFAULT_KEEP_ALIVE_TIMEOUT_MS),
     drainTimeoutMs: positiveMs(DEFAULT_DRAIN_TIMEOUT_MS),
     maxConnections: Type.Integer({ minimum: 1, default: DEFAULT_MAX_CONNECTIONS }),
+    sendTimeoutMs: positiveMs(DEFAULT_SEND_TIMEOUT_MS),
     maxRequestsPerSocket: Type.Integer({
       minimum: 0,
       default: DEFAULT_MAX_REQUESTS_PER_SOCKET,

@@ -34,6 +34,7 @@ import type { GatewayMetrics } from '../observability/metrics.ts';
 import { loadShedding } from '../overload/shed-load.ts';
 import { GATEWAY_ROUTES } from '../routing/route-table.ts';
 import { limitConnections } from '../server/connection-limits.ts';
+import { limitSendTime } from '../server/send-timeout.ts';
 import { draining } from '../server/draining.ts';
 import type { GatewayStore } from '../store/gateway-store.ts';
 import type { UpstreamClient } from '../upstream/client.ts';
@@ -79,6 +80,13 @@ export function installGatewayPipeline(
     maxConnections: config.server.maxConnections,
     logger: parts.logger,
     metrics: parts.metrics,
+  });
+  const stopSendTimeouts = limitSendTime(app.server, config.server.sendTimeoutMs, () => {
+    parts.metrics.sendTimeouts.inc();
+  });
+  app.addHook('onClose', (_app, done) => {
+    stopSendTimeouts();
+    done();
   });
 
   // App-wide, for every request (routed or not), in this order.

@@ -89,6 +89,11 @@ export function createMetrics(registry: Registry = new Registry()) {
     help: 'Times the process found no file descriptor free (a failed accept, a load sample): new connections are closed meanwhile.',
     registers: [registry],
   });
+  const sendTimeouts = new Counter({
+    name: 'gengate_send_timeouts_total',
+    help: 'Connections destroyed because their answer did not leave within server.sendTimeoutMs (a client not reading).',
+    registers: [registry],
+  });
   const drainAborted = new Counter({
     name: 'gengate_drain_aborted_requests_total',
     help: 'Requests still in flight when a drain reached server.drainTimeoutMs, and cut.',
@@ -106,6 +111,7 @@ export function createMetrics(registry: Registry = new Registry()) {
     drainAborted,
     connectionsRefused,
     descriptorsExhausted,
+    sendTimeouts,
     /** Where gengate_overloaded reads its value at each scrape. */
     reportOverloadFrom(overloaded: () => boolean) {
       overloadedNow = overloaded;

@@ -98,6 +98,7 @@ tenants:
         keepAliveTimeoutMs: 72000,
         drainTimeoutMs: 30000,
         maxConnections: 10000,
+        sendTimeoutMs: 30000,
         maxRequestsPerSocket: 1000,
         overload: {
           maxEventLoopDelayMs: 200,
