@@ -25,6 +25,8 @@ export const DEFAULT_UPSTREAM_TIMEOUT_MS = 60_000;
 // wait for one before it is answered 503 overloaded.
 export const DEFAULT_UPSTREAM_CONNECTIONS = 256;
 export const DEFAULT_UPSTREAM_QUEUE_TIMEOUT_MS = 500;
+// One tenant may hold at most this share of the upstream connections, so others always find some.
+export const DEFAULT_UPSTREAM_MAX_TENANT_SHARE = 0.5;
 // Results may carry base64 images: 20 samples of a few MB each fit comfortably.
 export const DEFAULT_UPSTREAM_MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
 // Longer than the idle timeout of common balancers (nginx and cloud load balancers: 60 s), so that the
@@ -183,6 +185,12 @@ const UpstreamSchema = object(
     timeoutMs: positiveMs(DEFAULT_UPSTREAM_TIMEOUT_MS),
     connections: Type.Integer({ minimum: 1, default: DEFAULT_UPSTREAM_CONNECTIONS }),
     queueTimeoutMs: positiveMs(DEFAULT_UPSTREAM_QUEUE_TIMEOUT_MS),
+    maxTenantShare: Type.Number({
+      exclusiveMinimum: 0,
+      maximum: 1,
+      default: DEFAULT_UPSTREAM_MAX_TENANT_SHARE,
+      description: 'the share of upstream.connections one tenant may hold at once',
+    }),
     maxResponseBytes: Type.Integer({ minimum: 1, default: DEFAULT_UPSTREAM_MAX_RESPONSE_BYTES }),
     credentials: Type.Record(Type.String({ pattern: CREDENTIAL_NAME_PATTERN }), CredentialSchema, {
       additionalProperties: false,

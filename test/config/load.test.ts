@@ -116,6 +116,7 @@ tenants:
         timeoutMs: 60000,
         connections: 256,
         queueTimeoutMs: 500,
+        maxTenantShare: 0.5,
         maxResponseBytes: 67108864,
         credentials: { shared: { env: 'MAXAI_TOKEN' }, research: { env: 'RESEARCH_TOKEN' } },
       },
