@@ -51,10 +51,6 @@ import { addDeprecationHeaders, createRouteSteps, type CredentialSource } from '
 import { validateRequestBody } from './validate-request.ts';
 import { validationFailureCounter } from './validation-failure-counter.ts';
 
-// Long enough for a burst a balancer sent at the moment of SIGTERM to be accepted (src/server/draining.ts);
-// short against the drain, which waits a second of idleness on each connection anyway.
-const LISTENER_LINGER_MS = 500;
-
 /** The parts the pipeline's steps use; tests pass their own. */
 export interface GatewayParts {
   logger: FastifyBaseLogger;
@@ -91,7 +87,7 @@ export function installGatewayPipeline(
 
   // App-wide, for every request (routed or not), in this order.
   void app.register(requestState);
-  void app.register(draining, { listenerLingerMs: LISTENER_LINGER_MS });
+  void app.register(draining);
   void app.register(loadShedding, { settings: config.server.overload, metrics: parts.metrics });
   void app.register(requestObserver, { metrics: parts.metrics, logPrompts: config.logging.prompts });
   app.addHook('onRequest', admitRequestHead);

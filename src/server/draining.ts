@@ -1,7 +1,11 @@
 // Graceful shutdown, as a load balancer in front sees it (contract section 10): once close() begins, a
 // request that arrives on a connection already open is served like any other, answered with
 // `Connection: close` so that the connection ends cleanly after it, and the listener closes (new
-// connections are refused, which a balancer retries elsewhere) after a short linger, see below. Requests in flight finish and close their connections
+// connections are refused, which a balancer retries elsewhere) as soon as no connection waits in the
+// kernel's accept queue: closing a listening socket resets each connection the kernel has completed
+// and the process has not accepted yet, and a balancer that already sent a request on one answers its
+// client 502 (it cannot retry a POST it sent). A balancer that still routes to the replica opens
+// connections at the moment of the signal (a burst finds too few pooled ones), which land there. Requests in flight finish and close their connections
 // the same way. Only a connection that stays idle is closed by the gateway, and only once it has been
 // idle for a grace: a balancer may already have sent a request on a kept-alive connection that Node has
 // not read yet, and a POST lost that way cannot be retried by it (it answers the client 502).
@@ -32,18 +36,6 @@ const IDLE_CONNECTION_GRACE_MS = 1_000;
 const ACCEPT_QUEUE_RECHECK_MS = 1;
 const ACCEPT_QUEUE_WAIT_MS = 2_000;
 
-export interface DrainingOptions {
-  /**
-   * How long the listener keeps accepting once close() begins. Closing a listening socket makes the
-   * kernel reset every connection it has completed that Node has not accepted yet, and a balancer that
-   * already sent a request on one answers its client 502 (it cannot retry a POST it sent). A balancer
-   * that still routes to the replica opens connections at the moment of the signal (a burst finds too
-   * few pooled ones), so the listener outlives that moment; connections accepted meanwhile are served
-   * like the others, with Connection: close. 0 closes it at once (the admin server).
-   */
-  listenerLingerMs?: number;
-}
-
 interface ConnectionState {
   requestsInFlight: number;
   idleSinceMs: number;
@@ -57,7 +49,7 @@ interface ConnectionState {
  * way to cut every connection at once when the drain's deadline has passed, with the number of requests
  * that were still in flight on them.
  */
-function closeIdleConnectionsGracefully(app: FastifyInstance, listenerLingerMs: number): () => number {
+function closeIdleConnectionsGracefully(app: FastifyInstance): () => number {
   const server: Server = app.server;
   const connections = new Map<Socket, ConnectionState>();
   let closing = false;
@@ -121,18 +113,18 @@ function closeIdleConnectionsGracefully(app: FastifyInstance, listenerLingerMs: 
     server.closeIdleConnections = () => {
       for (const [socket, state] of connections) closeOnceIdleLongEnough(socket, state);
     };
-    // close() shuts the listener once this hook is done: after the linger, and once no connection waits
-    // in the accept queue, checked in the check phase right after a poll phase has accepted those
-    // pending (close() follows in the same phase); where the queue cannot be read, or it never empties
-    // (a flood of connections), after at most ACCEPT_QUEUE_WAIT_MS more.
+    // close() shuts the listener once this hook is done: once no connection waits in the accept queue,
+    // checked in the check phase right after a poll phase has accepted those pending (close() follows in
+    // the same phase); where the queue cannot be read, at once; when it never empties (a flood of
+    // connections), after ACCEPT_QUEUE_WAIT_MS.
     const port = (server.address() as AddressInfo | null)?.port;
-    const giveUpAtMs = performance.now() + listenerLingerMs + ACCEPT_QUEUE_WAIT_MS;
+    const giveUpAtMs = performance.now() + ACCEPT_QUEUE_WAIT_MS;
     const closeWhenNoneWaiting = () => {
       const waiting = port === undefined ? undefined : connectionsAwaitingAccept(port);
       if (waiting === undefined || waiting === 0 || performance.now() >= giveUpAtMs) done();
       else setTimeout(() => setImmediate(closeWhenNoneWaiting), ACCEPT_QUEUE_RECHECK_MS);
     };
-    setTimeout(() => setImmediate(closeWhenNoneWaiting), listenerLingerMs);
+    setImmediate(closeWhenNoneWaiting);
   });
 
   return () => {
@@ -146,15 +138,15 @@ function closeIdleConnectionsGracefully(app: FastifyInstance, listenerLingerMs: 
 }
 
 /** The drain of the gateway and of the admin server: every response sent while closing ends its connection. */
-export const draining = fp<DrainingOptions>(
-  (app, options, done) => {
+export const draining = fp(
+  (app, _options, done) => {
     let closing = false;
-    // First: answers carry Connection: close from the drain's start, through the listener's linger.
+    // First: answers carry Connection: close from the drain's start, while the listener waits to close.
     app.addHook('preClose', (next) => {
       closing = true;
       next();
     });
-    app.decorate('cutConnections', closeIdleConnectionsGracefully(app, options.listenerLingerMs ?? 0));
+    app.decorate('cutConnections', closeIdleConnectionsGracefully(app));
     app.addHook('onSend', function closeConnectionAfterResponse(_request, reply, payload, next) {
       if (closing) reply.header('connection', 'close');
       next(null, payload);
