@@ -45,6 +45,16 @@ interface ConnectionState {
 }
 
 /**
+ * Makes the kernel complete no more connections on the server's listening socket: listen() again with a
+ * backlog of 0 (Linux then drops a SYN while one connection waits). Node has no public call for it; its
+ * handle's listen() does exactly this on a listening socket, and where it is missing nothing changes.
+ */
+function stopCompletingConnections(server: Server): void {
+  const handle = (server as unknown as { _handle?: { listen?: (backlog: number) => number } })._handle;
+  handle?.listen?.(0);
+}
+
+/**
  * During close(), closes each connection once it has been idle long enough, and no other. Returns the
  * way to cut every connection at once when the drain's deadline has passed, with the number of requests
  * that were still in flight on them.
@@ -113,10 +123,14 @@ function closeIdleConnectionsGracefully(app: FastifyInstance): () => number {
     server.closeIdleConnections = () => {
       for (const [socket, state] of connections) closeOnceIdleLongEnough(socket, state);
     };
+    // First the listen backlog shrinks to nothing, so that the kernel completes no new connection (it
+    // drops their SYNs; the client's retransmission, a second later, finds the listener closed and is
+    // refused, which a balancer retries elsewhere), while those already queued are accepted and served.
     // close() shuts the listener once this hook is done: once no connection waits in the accept queue,
     // checked in the check phase right after a poll phase has accepted those pending (close() follows in
-    // the same phase); where the queue cannot be read, at once; when it never empties (a flood of
-    // connections), after ACCEPT_QUEUE_WAIT_MS.
+    // the same phase); where the queue cannot be read, at once; when it never empties, after
+    // ACCEPT_QUEUE_WAIT_MS.
+    stopCompletingConnections(server);
     const port = (server.address() as AddressInfo | null)?.port;
     const giveUpAtMs = performance.now() + ACCEPT_QUEUE_WAIT_MS;
     const closeWhenNoneWaiting = () => {
