@@ -1,12 +1,15 @@
-// How many connections the kernel has completed on a listening port that the process has not accepted
-// yet. Closing a listening socket resets each of them, and a client may already have sent its request on
-// one (a balancer's POST it cannot retry); the drain closes the listener only when there are none
-// (src/server/draining.ts). Linux shows the number as the rx_queue of the socket in LISTEN state (0A) in
-// /proc/net/tcp and /proc/net/tcp6; elsewhere it is unknown.
+// How many connections on a listening port the process has not accepted yet: completed by the kernel
+// and queued, or half-open (SYN received, answered, the client's ACK dropped because the queue was
+// full: the client believes it is connected and may already have sent its request). Closing a listening
+// socket resets each of them, and a balancer cannot retry a POST it sent on one; the drain closes the
+// listener only when there are none (src/server/draining.ts). Linux shows the queued ones as the
+// rx_queue of the socket in LISTEN state (0A) and the half-open ones as sockets in SYN_RECV state (03)
+// on that local port, in /proc/net/tcp and /proc/net/tcp6; elsewhere the number is unknown.
 import { readFileSync } from 'node:fs';
 
 const TCP_TABLES = ['/proc/net/tcp', '/proc/net/tcp6'];
 const LISTEN_STATE = '0A';
+const SYN_RECV_STATE = '03';
 const HEX = 16;
 
 /** The connections waiting in the accept queue of `port`'s listening sockets, or undefined when unknown. */
@@ -25,8 +28,9 @@ export function connectionsAwaitingAccept(port: number): number | undefined {
     for (const line of text.split('\n')) {
       // sl local_address rem_address st tx_queue:rx_queue ...
       const [, local, , state, queues] = line.trim().split(/\s+/);
-      if (state !== LISTEN_STATE || local?.endsWith(portSuffix) !== true || queues === undefined) continue;
-      waiting += Number.parseInt(queues.slice(queues.indexOf(':') + 1), HEX);
+      if (local?.endsWith(portSuffix) !== true || queues === undefined) continue;
+      if (state === SYN_RECV_STATE) waiting += 1;
+      else if (state === LISTEN_STATE) waiting += Number.parseInt(queues.slice(queues.indexOf(':') + 1), HEX);
     }
   }
   return waiting;

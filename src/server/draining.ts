@@ -34,7 +34,7 @@ const IDLE_CONNECTION_GRACE_MS = 1_000;
 // While connections wait to be accepted, how soon to look again (a poll phase accepts them meanwhile),
 // and for how long at most: Fastify gives a close hook 10 s (its pluginTimeout) before it fails close().
 const ACCEPT_QUEUE_RECHECK_MS = 1;
-const ACCEPT_QUEUE_WAIT_MS = 2_000;
+const ACCEPT_QUEUE_WAIT_MS = 5_000;
 
 interface ConnectionState {
   requestsInFlight: number;
@@ -126,19 +126,35 @@ function closeIdleConnectionsGracefully(app: FastifyInstance): () => number {
     // First the listen backlog shrinks to nothing, so that the kernel completes no new connection (it
     // drops their SYNs; the client's retransmission, a second later, finds the listener closed and is
     // refused, which a balancer retries elsewhere), while those already queued are accepted and served.
-    // close() shuts the listener once this hook is done: once no connection waits in the accept queue,
-    // checked in the check phase right after a poll phase has accepted those pending (close() follows in
-    // the same phase); where the queue cannot be read, at once; when it never empties, after
-    // ACCEPT_QUEUE_WAIT_MS.
+    // The listener closes once no connection waits in the accept queue, checked right after each accept
+    // and in the check phase after each poll phase; where the queue cannot be read, at once; when it
+    // never empties, after ACCEPT_QUEUE_WAIT_MS.
     stopCompletingConnections(server);
     const port = (server.address() as AddressInfo | null)?.port;
     const giveUpAtMs = performance.now() + ACCEPT_QUEUE_WAIT_MS;
-    const closeWhenNoneWaiting = () => {
+    let listenerClosed = false;
+    const closeListenerIfNoneWaiting = (force: boolean): boolean => {
+      if (listenerClosed) return true;
       const waiting = port === undefined ? undefined : connectionsAwaitingAccept(port);
-      if (waiting === undefined || waiting === 0 || performance.now() >= giveUpAtMs) done();
-      else setTimeout(() => setImmediate(closeWhenNoneWaiting), ACCEPT_QUEUE_RECHECK_MS);
+      if (!force && waiting !== undefined && waiting > 0) return false;
+      listenerClosed = true;
+      server.off('connection', onAccepted);
+      // The listening socket closes now, in this very turn; Fastify's close() that follows finds it
+      // closed and waits for the connections as usual.
+      server.close();
+      done();
+      return true;
     };
-    setImmediate(closeWhenNoneWaiting);
+    // Right after an accept is when the queue is most likely empty, and nothing runs in between.
+    const onAccepted = () => {
+      closeListenerIfNoneWaiting(false);
+    };
+    server.on('connection', onAccepted);
+    const recheck = () => {
+      if (closeListenerIfNoneWaiting(performance.now() >= giveUpAtMs)) return;
+      setTimeout(() => setImmediate(recheck), ACCEPT_QUEUE_RECHECK_MS);
+    };
+    setImmediate(recheck);
   });
 
   return () => {

@@ -35,9 +35,12 @@ beforeAll(async () => {
   redis = await startRedisServer();
   fleet = await startFleet(0, {
     store: `{ kind: redis, redis: { url: "${redis.url}" } }`,
-    // What is measured is the drain; on a CI machine shared with other jobs, a replica starting under
-    // full load lags past the 200 ms default and sheds, which test/overload/shed-load.test.ts covers.
+    // What is measured is the drain. On a CI machine shared with other jobs a replica starting under full
+    // load lags past the 200 ms default and sheds, and requests pile up past one tenant's share of the
+    // upstream connections (the load is one tenant): test/overload/shed-load.test.ts and
+    // test/upstream/client.test.ts cover those.
     server: 'overload: { maxEventLoopDelayMs: 0 }',
+    upstreamOptions: 'maxTenantShare: 1',
   });
   ports = [await freePort(), await freePort()];
   for (const port of ports) await fleet.startReplica(port);
