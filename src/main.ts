@@ -20,12 +20,10 @@ import { createMetrics } from './observability/metrics.ts';
 import { startTenantCountersAtZero } from './gateway/tenant-series.ts';
 import { startSimulator } from './simulator/server.ts';
 import { isOverloaded } from './overload/shed-load.ts';
+import { handleProcessLifecycle } from './server/lifecycle.ts';
 import { openStore } from './store/open-store.ts';
 import { createUpstreamClient, upstreamClientOptions } from './upstream/client.ts';
 import { checkCredential, createCredentialHealth } from './upstream/credential-health.ts';
-
-// Below Kubernetes' default 30 s grace period, so in-flight requests finish before SIGKILL.
-const DRAIN_TIMEOUT_MS = 25_000;
 
 const startOptions = readStartOptions(process.argv.slice(2), process.env);
 if (typeof startOptions === 'number') process.exit(startOptions);
@@ -160,7 +158,7 @@ const readiness = createReadiness({
   ...(config.store.failMode === 'closed' ? { storeAvailable: () => !store.limiter.degraded } : {}),
   overloaded: () => isOverloaded(gateway),
 });
-const admin = buildAdminApp({ logger, metrics, readiness });
+const admin = buildAdminApp({ logger, metrics, readiness, maxConnections: config.admin.maxConnections });
 
 const { server: gatewayAddress, admin: adminAddress } = config;
 // Fastify's own "Server listening" line, naming which server it is.
@@ -185,42 +183,34 @@ logger.info(
   'gengate is ready',
 );
 
-let shuttingDown = false;
-async function shutDown(signal: string): Promise<void> {
-  if (shuttingDown) return;
-  shuttingDown = true;
-  logger.info({ signal }, 'draining');
-  readiness.markDraining();
-  configWatcher.close();
-  // Stop accepting at once; in-flight requests get until the deadline, then their sockets are closed
-  // and their upstream exchanges aborted, so the process exits within Kubernetes' grace period.
-  const drain = { expired: false };
-  const deadline = setTimeout(() => {
-    drain.expired = true;
-    gateway.server.closeAllConnections();
-    void upstream.destroy();
-  }, DRAIN_TIMEOUT_MS);
-  await gateway.close();
-  clearTimeout(deadline);
-  await Promise.all([
-    admin.close(),
-    drain.expired ? upstream.destroy() : upstream.close(),
-    store.close(),
-    simulator?.close(),
-  ]);
-  credentials.close();
-  logger.info('stopped');
-  logger.flush();
-}
-
-for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-  process.once(signal, () => {
-    shutDown(signal).then(
-      () => process.exit(0),
-      (error: unknown) => {
-        logger.error({ err: error }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
-  });
-}
+// Signals, uncaught failures and the drain's deadline: src/server/lifecycle.ts.
+handleProcessLifecycle({
+  logger,
+  drainTimeoutMs: config.server.drainTimeoutMs,
+  drain: async (deadline) => {
+    readiness.markDraining();
+    configWatcher.close();
+    // Stop accepting at once; in-flight requests get until the deadline, then their connections are cut
+    // and their upstream exchanges aborted, so the process exits within Kubernetes' grace period.
+    const abortUpstream = () => void upstream.destroy();
+    deadline.addEventListener('abort', abortUpstream, { once: true });
+    await gateway.close();
+    deadline.removeEventListener('abort', abortUpstream);
+    await Promise.all([
+      admin.close(),
+      deadline.aborted ? upstream.destroy() : upstream.close(),
+      store.close(),
+      simulator?.close(),
+    ]);
+    credentials.close();
+  },
+  cutInFlight: () => {
+    const cut = gateway.cutConnections();
+    metrics.drainAborted.inc(cut);
+    return cut;
+  },
+  exit: (code) => {
+    logger.flush();
+    process.exit(code);
+  },
+});

@@ -1,7 +1,7 @@
 // The command line's one way of reading arguments, shared by the gateway (src/main.ts) and every command
 // of src/cli.ts: `--help` prints the command's usage to stdout (exit 0), `--version` prints the version
 // (exit 0), and a mistake (an unknown option, an option without its value, a stray argument) is told in
-// one line naming it, with exit code 2, never a stack trace (contract section 1).
+// one line naming it, with exit code 2, never a stack trace (docs/operations.md).
 import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';

@@ -1,4 +1,4 @@
-// The identity of a tenant configuration (contract section 10, gengate_config_info{hash}): replicas of one
+// The identity of a tenant configuration (docs/operations.md, gengate_config_info{hash}): replicas of one
 // release that report different hashes serve different keys, policies or limits. The hash is taken over
 // the tenants as validated (defaults applied, environment variables substituted), with object keys in a
 // fixed order, so that two files that differ only in layout, comments or key order give the same hash.

@@ -1,12 +1,15 @@
-// Reloads the configuration without a restart: on SIGHUP and whenever the file changes (contract
-// section 2). A file that does not load is refused: its problems are logged and counted, and the caller
-// keeps the configuration it has.
+// Reloads the configuration without a restart: on SIGHUP and whenever the file is replaced whole, by a
+// rename or a mounted ConfigMap's symlink swap (docs/configuration.md). A write in place is not applied by
+// the watcher: a reader can see it half-written, and a prefix that still parses was applied (video
+// allowed, a samples cap bypassed, every key refused); the log says to replace the file instead or send
+// SIGHUP. A file that does not load is refused: its problems are logged and counted, and the caller keeps
+// the configuration it has.
 import type { Logger } from 'pino';
 import type { Counter } from 'prom-client';
 import { tenantConfigHash } from './identity.ts';
 import { ConfigError, formatPath, type ConfigProblem } from './problems.ts';
 import type { GatewayConfig } from './schema.ts';
-import { watchFileChanges } from './watch-file.ts';
+import { watchFileReplacements } from './watch-file.ts';
 
 const DEFAULT_CONFIG_RELOAD_DEBOUNCE_MS = 200;
 const DEFAULT_CONFIG_POLL_INTERVAL_MS = 5_000;
@@ -26,7 +29,7 @@ export interface ConfigWatcherOptions {
   onReload: (config: GatewayConfig) => void;
   /** Told about each refused reload, after it is logged and counted. */
   onError?: (error: unknown) => void;
-  logger: Pick<Logger, 'info' | 'error'>;
+  logger: Pick<Logger, 'info' | 'warn' | 'error'>;
   /** gengate_config_reloads_total and the configuration's identity (src/observability/metrics.ts). */
   metrics: {
     configReloads: Counter<'result'>;
@@ -91,13 +94,22 @@ export function watchConfig(options: ConfigWatcherOptions): ConfigWatcher {
   const reloadInBackground = () => void reload();
   const signals = options.signals ?? process;
   signals.on(RELOAD_SIGNAL, reloadInBackground);
-  const stopWatching = watchFileChanges(
+  const stopWatching = watchFileReplacements(
     path,
     {
       debounceMs: options.debounceMs ?? DEFAULT_CONFIG_RELOAD_DEBOUNCE_MS,
       pollIntervalMs: options.pollIntervalMs ?? DEFAULT_CONFIG_POLL_INTERVAL_MS,
     },
-    reloadInBackground,
+    {
+      onReplaced: reloadInBackground,
+      onWrittenInPlace: () => {
+        logger.warn(
+          { path },
+          'configuration file written in place; not applied: write the new file beside it and rename it ' +
+            'over this one (mv), or send SIGHUP once it is written',
+        );
+      },
+    },
   );
 
   return {

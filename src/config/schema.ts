@@ -25,6 +25,8 @@ export const DEFAULT_UPSTREAM_TIMEOUT_MS = 60_000;
 // wait for one before it is answered 503 overloaded.
 export const DEFAULT_UPSTREAM_CONNECTIONS = 256;
 export const DEFAULT_UPSTREAM_QUEUE_TIMEOUT_MS = 500;
+// One tenant may hold at most this share of the upstream connections, so others always find some.
+const DEFAULT_UPSTREAM_MAX_TENANT_SHARE = 0.5;
 // Results may carry base64 images: 20 samples of a few MB each fit comfortably.
 export const DEFAULT_UPSTREAM_MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
 // Longer than the idle timeout of common balancers (nginx and cloud load balancers: 60 s), so that the
@@ -33,10 +35,24 @@ const DEFAULT_KEEP_ALIVE_TIMEOUT_MS = 72_000;
 // A connection ends (cleanly, with Connection: close) after this many requests, so that the traffic of
 // long-lived balancer connections spreads over replicas added since.
 const DEFAULT_MAX_REQUESTS_PER_SOCKET = 1_000;
+// Open connections at once, beyond which new ones are closed as soon as accepted: far above what a
+// replica serves (a balancer keeps a few hundred), far below the descriptors a container gets.
+const DEFAULT_MAX_CONNECTIONS = 10_000;
+// The admin port serves a scraper or two and the probes.
+export const DEFAULT_ADMIN_MAX_CONNECTIONS = 64;
+// How long a whole answer may take to reach the kernel once written: a client that does not read it is
+// cut and the answer freed. Time enough for tens of MB over a slow link.
+const DEFAULT_SEND_TIMEOUT_MS = 30_000;
+// How long a drain lets requests in flight finish after SIGTERM (docs/reliability.md): at least as long
+// as most generation calls take; what it cuts is counted in gengate_drain_aborted_requests_total.
+const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
 // Load shedding (docs/reliability.md, "Overload"): past either threshold new requests get 503 overloaded.
 const DEFAULT_OVERLOAD_MAX_EVENT_LOOP_DELAY_MS = 200;
 const DEFAULT_OVERLOAD_MAX_HEAP_USED_RATIO = 0.9;
 export const DEFAULT_OVERLOAD_RETRY_AFTER_SECONDS = 1;
+// The resident set past which new requests are shed: this share of the container's memory limit, so
+// that a replica refuses work before the kernel kills it for memory.
+const DEFAULT_OVERLOAD_MAX_RSS_RATIO = 0.85;
 const DEFAULT_SIMULATOR_QUEUED_MS = 1_500;
 const DEFAULT_SIMULATOR_PROCESSING_MS = 2_500;
 const DEFAULT_SIMULATOR_REQUESTS_PER_MINUTE = 600;
@@ -87,6 +103,9 @@ const ServerSchema = object(
     ),
     requestTimeoutMs: positiveMs(DEFAULT_REQUEST_TIMEOUT_MS),
     keepAliveTimeoutMs: positiveMs(DEFAULT_KEEP_ALIVE_TIMEOUT_MS),
+    drainTimeoutMs: positiveMs(DEFAULT_DRAIN_TIMEOUT_MS),
+    maxConnections: Type.Integer({ minimum: 1, default: DEFAULT_MAX_CONNECTIONS }),
+    sendTimeoutMs: positiveMs(DEFAULT_SEND_TIMEOUT_MS),
     maxRequestsPerSocket: Type.Integer({
       minimum: 0,
       default: DEFAULT_MAX_REQUESTS_PER_SOCKET,
@@ -106,6 +125,17 @@ const ServerSchema = object(
           description: "a share of V8's heap size limit (1 turns the check off)",
         }),
         retryAfterSeconds: Type.Integer({ minimum: 1, default: DEFAULT_OVERLOAD_RETRY_AFTER_SECONDS }),
+        maxRssRatio: Type.Number({
+          exclusiveMinimum: 0,
+          maximum: 1,
+          default: DEFAULT_OVERLOAD_MAX_RSS_RATIO,
+          description: "a share of the container's memory limit (1, or no limit known, turns the check off)",
+        }),
+        maxRssBytes: Type.Integer({
+          minimum: 0,
+          default: 0,
+          description: 'the resident set in bytes past which requests are shed; 0 takes maxRssRatio',
+        }),
       },
       {},
     ),
@@ -124,7 +154,14 @@ const ServerSchema = object(
   {},
 );
 
-const AdminSchema = object({ host: host('0.0.0.0'), port: port(DEFAULT_ADMIN_PORT) }, {});
+const AdminSchema = object(
+  {
+    host: host('0.0.0.0'),
+    port: port(DEFAULT_ADMIN_PORT),
+    maxConnections: Type.Integer({ minimum: 1, default: DEFAULT_ADMIN_MAX_CONNECTIONS }),
+  },
+  {},
+);
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 const LoggingSchema = object(
@@ -150,6 +187,12 @@ const UpstreamSchema = object(
     timeoutMs: positiveMs(DEFAULT_UPSTREAM_TIMEOUT_MS),
     connections: Type.Integer({ minimum: 1, default: DEFAULT_UPSTREAM_CONNECTIONS }),
     queueTimeoutMs: positiveMs(DEFAULT_UPSTREAM_QUEUE_TIMEOUT_MS),
+    maxTenantShare: Type.Number({
+      exclusiveMinimum: 0,
+      maximum: 1,
+      default: DEFAULT_UPSTREAM_MAX_TENANT_SHARE,
+      description: 'the share of upstream.connections one tenant may hold at once',
+    }),
     maxResponseBytes: Type.Integer({ minimum: 1, default: DEFAULT_UPSTREAM_MAX_RESPONSE_BYTES }),
     credentials: Type.Record(Type.String({ pattern: CREDENTIAL_NAME_PATTERN }), CredentialSchema, {
       additionalProperties: false,
@@ -342,6 +385,9 @@ export const CONFIG_OPTION_DOCS: Readonly<Record<string, OptionDoc>> = {
   'server.keepAliveTimeoutMs': {
     text: 'how long an idle kept-alive client connection stays open; keep it above the idle timeout of the balancer in front (nginx and cloud balancers: 60 s) so the balancer closes idle connections first and never sends on one the gateway is closing.',
   },
+  'server.drainTimeoutMs': {
+    text: 'after SIGTERM or SIGINT, how long requests in flight may finish; past it what is left is cut (counted in `gengate_drain_aborted_requests_total`) and the process exits 1 ([deploy](deploy.md#sizing-the-drain)). Read at start-up only.',
+  },
   'server.maxRequestsPerSocket': {
     text: 'requests served on one connection before its answer carries `Connection: close` (0: no limit), so long-lived balancer connections spread over replicas added since.',
   },
@@ -352,12 +398,27 @@ export const CONFIG_OPTION_DOCS: Readonly<Record<string, OptionDoc>> = {
     text: "share of V8's heap size limit past which new requests get `503 overloaded` (1 turns the check off).",
   },
   'server.overload.retryAfterSeconds': { text: '`Retry-After` of `503 overloaded`.' },
+  'server.overload.maxRssRatio': {
+    text: "share of the container's memory limit (the cgroup's, as `process.constrainedMemory()` reads it) past which the resident set sheds new requests with `503 overloaded` and `/readyz` answers 503; off when no limit is known, or at 1.",
+  },
+  'server.overload.maxRssBytes': {
+    text: 'the same bound in bytes, which takes precedence when above 0 (for a process without a container limit).',
+  },
+  'server.maxConnections': {
+    text: 'open client connections at once; a new one beyond it is closed as soon as accepted (`gengate_connections_refused_total{server="gateway"}`).',
+  },
+  'server.sendTimeoutMs': {
+    text: 'once an answer is written, the time it may take to leave; a client that does not read it has its connection cut (`gengate_send_timeouts_total`), so unread answers cannot pile up in memory.',
+  },
   'server.authenticationFailures.limit': {
     text: 'wrong or expired keys one client address may send per window; past it, its further failures get `429 too_many_authentication_failures` instead of 401 (valid keys still pass; see docs/rate-limits.md).',
   },
   'server.authenticationFailures.windowSeconds': { text: 'that window.' },
   'admin.host': { text: 'address of the admin server (`/metrics`, `/healthz`, `/readyz`).' },
   'admin.port': { text: 'admin port.' },
+  'admin.maxConnections': {
+    text: 'open admin connections at once; beyond it new ones are closed as soon as accepted (`gengate_connections_refused_total{server="admin"}`). The admin server also cuts a request that takes more than 5 s to arrive (408), and renders `/metrics` at most once a second, however many scrape it (a scrape sees values at most about a second old).',
+  },
   'logging.level': { text: 'log level; the `LOG_LEVEL` variable overrides it.' },
   'logging.prompts': { text: "true puts a create's prompts on its request log line ([Logging](#logging))." },
   'upstream.baseUrl': {
@@ -367,6 +428,9 @@ export const CONFIG_OPTION_DOCS: Readonly<Record<string, OptionDoc>> = {
   'upstream.timeoutMs': { text: 'bound for one upstream exchange; beyond it `504 upstream_timeout`.' },
   'upstream.connections': {
     text: 'upstream exchanges at once (one connection each); more requests wait for a free one.',
+  },
+  'upstream.maxTenantShare': {
+    text: 'the share of `upstream.connections` one tenant may hold at once; its further requests wait for one of its own exchanges to end (and get `503 overloaded` after `queueTimeoutMs`), so a tenant whose requests are slow never leaves the others without a connection.',
   },
   'upstream.queueTimeoutMs': {
     text: 'how long a request may wait for a free upstream connection; beyond it `503 overloaded` (nothing was sent: safe to retry elsewhere).',

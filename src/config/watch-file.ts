@@ -2,7 +2,7 @@
 // save by renaming over the file, and Kubernetes swaps a mount's `..data` symlink, both of which a watch on
 // the file itself misses) and the path is also polled, for filesystems that send no events. Bursts of
 // events are debounced into one call.
-import { watch, unwatchFile, watchFile, type FSWatcher, type StatsListener } from 'node:fs';
+import { statSync, watch, unwatchFile, watchFile, type FSWatcher, type StatsListener } from 'node:fs';
 import { basename, dirname } from 'node:path';
 
 export interface WatchFileOptions {
@@ -49,4 +49,43 @@ export function watchFileChanges(path: string, options: WatchFileOptions, onChan
     unwatchFile(path, poll);
     folder?.close();
   };
+}
+
+/** What identifies the file at a path (symlinks followed), and what an in-place write changes. */
+interface FileState {
+  identity: string;
+  mtimeMs: number;
+  size: number;
+}
+
+function fileState(path: string): FileState | undefined {
+  try {
+    const stats = statSync(path);
+    return { identity: `${stats.dev}:${stats.ino}`, mtimeMs: stats.mtimeMs, size: stats.size };
+  } catch {
+    // Missing for a moment (between an unlink and a rename), or unreadable: judged at the next change.
+    return undefined;
+  }
+}
+
+/**
+ * Like watchFileChanges, but tells a whole-file replacement from a write in place. A replacement (a file
+ * renamed over the path, or a Kubernetes mount's `..data` symlink swapped to a new folder) puts a new
+ * file, whole, at the path: `onReplaced`. A write in place changes the same file, which a reader may see
+ * half-written (a prefix that still parses), so it is only reported: `onWrittenInPlace`.
+ */
+export function watchFileReplacements(
+  path: string,
+  options: WatchFileOptions,
+  handlers: { onReplaced: () => void; onWrittenInPlace: () => void },
+): () => void {
+  let seen = fileState(path);
+  return watchFileChanges(path, options, () => {
+    const now = fileState(path);
+    if (now === undefined) return;
+    const before = seen;
+    seen = now;
+    if (before === undefined || now.identity !== before.identity) handlers.onReplaced();
+    else if (now.mtimeMs !== before.mtimeMs || now.size !== before.size) handlers.onWrittenInPlace();
+  });
 }

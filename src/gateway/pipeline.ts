@@ -5,7 +5,7 @@
 //
 //   step             function or plugin (module)                          Fastify hook
 //   context          requestState (gateway/request-state.ts)              onRequest, app
-//   overload         loadShedding (overload/shed-load.ts)                 onRequest, app (under-pressure)
+//   overload         loadShedding (overload/shed-load.ts)                 onRequest, app
 //   observe: start   requestObserver (gateway/request-observer.ts)        onRequest, app
 //   request head     admitRequestHead (gateway/request-head.ts)           onRequest, app
 //   target check     admitRequestTarget (gateway/request-target.ts)       onRequest, route
@@ -35,6 +35,8 @@ import { installErrorHandling } from '../errors/error-handler.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
 import { loadShedding } from '../overload/shed-load.ts';
 import { GATEWAY_ROUTES } from '../routing/route-table.ts';
+import { limitConnections } from '../server/connection-limits.ts';
+import { limitSendTime } from '../server/send-timeout.ts';
 import { draining } from '../server/draining.ts';
 import type { GatewayStore } from '../store/gateway-store.ts';
 import type { UpstreamClient } from '../upstream/client.ts';
@@ -77,6 +79,19 @@ export function installGatewayPipeline(
   installErrorHandling(app);
   answerConnectRequests(app.server, parts.logger);
   handExpectationsToTheApp(app.server);
+  limitConnections(app.server, {
+    name: 'gateway',
+    maxConnections: config.server.maxConnections,
+    logger: parts.logger,
+    metrics: parts.metrics,
+  });
+  const stopSendTimeouts = limitSendTime(app.server, config.server.sendTimeoutMs, () => {
+    parts.metrics.sendTimeouts.inc();
+  });
+  app.addHook('onClose', (_app, done) => {
+    stopSendTimeouts();
+    done();
+  });
 
   // App-wide, for every request (routed or not), in this order.
   void app.register(requestState);

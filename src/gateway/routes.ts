@@ -84,6 +84,7 @@ export function createRouteSteps(options: RouteStepsOptions) {
         path: upstreamPath(route, requestIdParam(request)),
         headers: headersForUpstream(token, request.id, body),
         ...(body === undefined ? {} : { body }),
+        tenant: tenant.id,
       });
     } finally {
       request.gateway.upstreamMs = performance.now() - started;

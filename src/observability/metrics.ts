@@ -27,7 +27,11 @@ export type UpstreamErrorReason = (typeof UPSTREAM_ERROR_REASONS)[number];
 
 export const CONFIG_RELOAD_RESULTS = ['success', 'error'] as const;
 /** Why a request was shed with 503 overloaded (src/overload/shed-load.ts, src/upstream/client.ts). */
-export const LOAD_SHED_REASONS = ['event_loop_delay', 'heap', 'upstream_queue'] as const;
+export const LOAD_SHED_REASONS = ['event_loop_delay', 'heap', 'upstream_queue', 'rss'] as const;
+export type LoadShedReason = (typeof LOAD_SHED_REASONS)[number];
+
+/** The servers whose connections are bounded (src/server/connection-limits.ts). */
+const CONNECTION_SERVERS = ['gateway', 'admin'] as const;
 
 export type GatewayMetrics = ReturnType<typeof createMetrics>;
 
@@ -75,7 +79,7 @@ export function createMetrics(registry: Registry = new Registry()) {
   });
   const loadShed = new Counter({
     name: 'gengate_load_shed_total',
-    help: 'Requests answered 503 overloaded, by reason: event_loop_delay, heap, or upstream_queue.',
+    help: 'Requests answered 503 overloaded, by reason: event_loop_delay, heap, rss, or upstream_queue.',
     labelNames: ['reason'] as const,
     registers: [registry],
   });
@@ -117,6 +121,28 @@ export function createMetrics(registry: Registry = new Registry()) {
     help: 'upstream.connections: the most upstream exchanges at once.',
     registers: [registry],
   });
+  const connectionsRefused = new Counter({
+    name: 'gengate_connections_refused_total',
+    help: 'New connections closed as soon as accepted because maxConnections were open, by server.',
+    labelNames: ['server'] as const,
+    registers: [registry],
+  });
+  for (const server of CONNECTION_SERVERS) connectionsRefused.inc({ server }, 0);
+  const descriptorsExhausted = new Counter({
+    name: 'gengate_file_descriptors_exhausted_total',
+    help: 'Times the process found no file descriptor free (a failed accept, a load sample): new connections are closed meanwhile.',
+    registers: [registry],
+  });
+  const sendTimeouts = new Counter({
+    name: 'gengate_send_timeouts_total',
+    help: 'Connections destroyed because their answer did not leave within server.sendTimeoutMs (a client not reading).',
+    registers: [registry],
+  });
+  const drainAborted = new Counter({
+    name: 'gengate_drain_aborted_requests_total',
+    help: 'Requests still in flight when a drain reached server.drainTimeoutMs, and cut.',
+    registers: [registry],
+  });
   new Gauge({
     name: 'gengate_build_info',
     help: 'Always 1; the labels name the gengate version and the Node.js version running it.',
@@ -135,6 +161,10 @@ export function createMetrics(registry: Registry = new Registry()) {
       upstreamConnectionsLimit.set(limit);
       upstreamExchangesRunning = running;
     },
+    drainAborted,
+    connectionsRefused,
+    descriptorsExhausted,
+    sendTimeouts,
     /** Where gengate_overloaded reads its value at each scrape. */
     reportOverloadFrom(overloaded: () => boolean) {
       overloadedNow = overloaded;

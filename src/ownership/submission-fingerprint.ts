@@ -1,4 +1,4 @@
-// What makes two creates with one requestId the same submission (contract section 7, after the IETF
+// What makes two creates with one requestId the same submission (docs/ownership.md, after the IETF
 // Idempotency-Key draft): the same route and the same body as the client sent it, before the tenant's
 // policy rewrote it (a policy changed by a reload does not make a repeat different), compared parsed:
 // spacing, escapes and member order do not count, numbers are compared by their exact value (`20`,

@@ -2,7 +2,11 @@
 // client is answered, so a stalled or broken upstream becomes a clean 502/504 instead of a torn response.
 // At most `connections` exchanges run at once (one per connection); a request that waits longer than
 // `queueTimeoutMs` for its turn is answered 503 overloaded: nothing was sent, so the client may retry at
-// once elsewhere, and a slow upstream cannot pile up unbounded work (and memory) in the gateway.
+// once elsewhere, and a slow upstream cannot pile up unbounded work (and memory) in the gateway. No
+// tenant holds more than `maxTenantShare` of the connections: with a slow upstream one tenant's polls
+// took all of them and every other tenant's creates waited out their turn (503 for a minute); its
+// requests beyond its share wait for one of its own exchanges to end, and a freed connection goes to the
+// first request waiting whose tenant is below its share.
 import type { IncomingHttpHeaders } from 'node:http';
 import { Pool, type Dispatcher } from 'undici';
 import type { GatewayMetrics } from '../observability/metrics.ts';
@@ -20,6 +24,8 @@ export interface UpstreamRequest {
   path: string;
   headers: Record<string, string>;
   body?: Buffer;
+  /** Whose request it is: each tenant holds at most its share of the connections. */
+  tenant?: string;
 }
 
 export interface UpstreamResponse {
@@ -42,6 +48,8 @@ export interface UpstreamClientOptions {
   maxResponseBytes?: number;
   /** Exchanges at once; further requests wait for one to end. */
   connections?: number;
+  /** The share of `connections` one tenant may hold at once (0 to 1). */
+  maxTenantShare?: number;
   /** How long a request may wait for its turn before it is answered 503 overloaded. */
   queueTimeoutMs?: number;
   /** Retry-After of that 503. */
@@ -155,6 +163,7 @@ export function upstreamClientOptions(
     baseUrl: upstream.baseUrl,
     timeoutMs: upstream.timeoutMs,
     connections: upstream.connections,
+    maxTenantShare: upstream.maxTenantShare,
     queueTimeoutMs: upstream.queueTimeoutMs,
     maxResponseBytes: upstream.maxResponseBytes,
     retryAfterSeconds: config.server.overload.retryAfterSeconds,
@@ -166,6 +175,7 @@ export function upstreamClientOptions(
 }
 
 interface WaitingTurn {
+  tenant: string | undefined;
   start: () => void;
   timer: NodeJS.Timeout;
 }
@@ -182,29 +192,45 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     bodyTimeout: options.timeoutMs,
     connectTimeout: Math.min(options.timeoutMs, 10_000),
   });
+  const perTenant = Math.max(1, Math.floor(connections * (options.maxTenantShare ?? 1)));
   let running = 0;
+  const runningByTenant = new Map<string, number>();
   // In arrival order; a Set so that a request whose wait expired leaves it at once.
   const waiting = new Set<WaitingTurn>();
   options.reportConnectionsFrom?.(connections, () => running);
 
-  function endTurn(): void {
-    running -= 1;
-    const [next] = waiting;
-    if (next === undefined) return;
-    waiting.delete(next);
-    clearTimeout(next.timer);
-    next.start();
+  const mayRun = (tenant: string | undefined) =>
+    running < connections && (tenant === undefined || (runningByTenant.get(tenant) ?? 0) < perTenant);
+
+  function startWaiting(): void {
+    for (const turn of waiting) {
+      if (running >= connections) return;
+      if (!mayRun(turn.tenant)) continue;
+      waiting.delete(turn);
+      clearTimeout(turn.timer);
+      turn.start();
+    }
   }
 
   /** Runs `exchange` now if a connection is free, else once one is; fails if that takes too long. */
-  function inTurn<T>(exchange: () => Promise<T>): Promise<T> {
+  function inTurn<T>(tenant: string | undefined, exchange: () => Promise<T>): Promise<T> {
     const run = () => {
       running += 1;
-      return exchange().finally(endTurn);
+      if (tenant !== undefined) runningByTenant.set(tenant, (runningByTenant.get(tenant) ?? 0) + 1);
+      return exchange().finally(() => {
+        running -= 1;
+        if (tenant !== undefined) {
+          const held = (runningByTenant.get(tenant) ?? 1) - 1;
+          if (held === 0) runningByTenant.delete(tenant);
+          else runningByTenant.set(tenant, held);
+        }
+        startWaiting();
+      });
     };
-    if (running < connections) return run();
+    if (mayRun(tenant)) return run();
     return new Promise<T>((resolve, reject) => {
       const turn: WaitingTurn = {
+        tenant,
         start: () => {
           run().then(resolve, reject);
         },
@@ -246,7 +272,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
   }
 
   return {
-    send: (request) => inTurn(() => exchangeOnce(request)),
+    send: (request) => inTurn(request.tenant, () => exchangeOnce(request)),
     close: () => pool.close(),
     destroy: () => pool.destroy(),
   };

@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, open, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Registry } from 'prom-client';
@@ -28,7 +28,7 @@ function configWithTenants(...ids: string[]): string {
 const INVALID_CONFIG = 'server: { port: "eighty" }\nsurprise: 1\n';
 
 interface LogEntry {
-  level: 'info' | 'error';
+  level: 'info' | 'warn' | 'error';
   fields: unknown;
   message: string;
 }
@@ -69,6 +69,7 @@ describe('watchConfig', () => {
       onError: (error) => errors.push(error),
       logger: {
         info: (fields: unknown, message: string) => logs.push({ level: 'info', fields, message }),
+        warn: (fields: unknown, message: string) => logs.push({ level: 'warn', fields, message }),
         error: (fields: unknown, message: string) => logs.push({ level: 'error', fields, message }),
       } as unknown as ConfigWatcherOptions['logger'],
       metrics,
@@ -210,21 +211,83 @@ describe('watchConfig', () => {
     expect(process.listenerCount('SIGHUP')).toBe(before);
   });
 
-  it('reloads when the file is rewritten, and when a new file is renamed over it', async () => {
-    startWatching();
-    await writeFile(path, configWithTenants('team-b'));
-    await waitFor('the rewritten file', () => tenantIds(applied.at(-1))?.join() === 'team-b');
-
-    await writeFile(join(folder, 'next.yaml'), configWithTenants('team-c'));
+  /** Writes `text` beside the configuration and renames it over it, as an editor or a deploy tool should. */
+  async function replaceWhole(text: string): Promise<void> {
+    await writeFile(join(folder, 'next.yaml'), text);
     await rename(join(folder, 'next.yaml'), path);
+  }
+
+  const IN_PLACE_WARNING =
+    'configuration file written in place; not applied: write the new file beside it and rename it over ' +
+    'this one (mv), or send SIGHUP once it is written';
+
+  it('reloads when a new file is renamed over it; a write in place is logged and not applied', async () => {
+    startWatching();
+    await replaceWhole(configWithTenants('team-c'));
     await waitFor('the renamed file', () => tenantIds(applied.at(-1))?.join() === 'team-c');
+
+    await writeFile(path, configWithTenants('team-b'));
+    await waitFor('the warning', () => logs.some((entry) => entry.message === IN_PLACE_WARNING));
+    expect(logs.find((entry) => entry.message === IN_PLACE_WARNING)).toEqual({
+      level: 'warn',
+      fields: { path },
+      message: IN_PLACE_WARNING,
+    });
+    expect(applied.map(tenantIds)).toEqual([['team-c']]);
+    // SIGHUP applies the file as it now is.
+    signals.emit('SIGHUP');
+    await waitFor('the reload on SIGHUP', () => tenantIds(applied.at(-1))?.join() === 'team-b');
+  });
+
+  it('follows a Kubernetes ConfigMap mount: the ..data symlink swapped to a new folder', async () => {
+    // The layout the kubelet makes: gengate.yaml -> ..data/gengate.yaml, ..data -> ..2026_<n>.
+    await rm(path);
+    await mkdir(join(folder, '..v1'));
+    await writeFile(join(folder, '..v1', 'gengate.yaml'), configWithTenants('team-a'));
+    await symlink('..v1', join(folder, '..data'));
+    await symlink(join('..data', 'gengate.yaml'), path);
+    startWatching();
+    await mkdir(join(folder, '..v2'));
+    await writeFile(join(folder, '..v2', 'gengate.yaml'), configWithTenants('team-e'));
+    await symlink('..v2', join(folder, '..data_tmp'));
+    await rename(join(folder, '..data_tmp'), join(folder, '..data'));
+    await waitFor('the swapped file', () => tenantIds(applied.at(-1))?.join() === 'team-e');
+  });
+
+  it('never applies a prefix of a file written slowly in place (finding 9)', async () => {
+    startWatching();
+    // Every prefix that ends on a line parses: the first lines alone allow video and drop the cap.
+    const whole = [
+      'upstream: { credentials: { shared: { env: MAXAI_TOKEN } } }',
+      'tenants:',
+      '  - id: team-a',
+      '    credential: shared',
+      '    keys: []',
+      '    policy:',
+      '      video: { enabled: false }',
+      '      samples: { maximum: 2, onViolation: reject }',
+      '',
+    ].join('\n');
+    const handle = await open(path, 'w');
+    try {
+      for (const line of whole.split(/(?<=\n)/)) {
+        await handle.write(line);
+        // Longer than the debounce and the poll interval: the watcher looks at every prefix.
+        await new Promise((resolve) => setTimeout(resolve, 3 * FAST.pollIntervalMs));
+      }
+    } finally {
+      await handle.close();
+    }
+    await waitFor('the warning', () => logs.some((entry) => entry.message === IN_PLACE_WARNING));
+    expect(applied).toEqual([]);
+    expect(errors).toEqual([]);
   });
 
   it('keeps watching after an invalid file and applies the next valid one', async () => {
     startWatching();
-    await writeFile(path, INVALID_CONFIG);
+    await replaceWhole(INVALID_CONFIG);
     await waitFor('the refused file', () => errors.length > 0);
-    await writeFile(path, configWithTenants('team-d'));
+    await replaceWhole(configWithTenants('team-d'));
     await waitFor('the corrected file', () => tenantIds(applied.at(-1))?.join() === 'team-d');
   });
 

@@ -228,16 +228,22 @@ describe('what a release gets', () => {
     );
   });
 
-  it('refuses a grace period that the preStop sleep and the 25 s drain do not fit in', () => {
-    const result = template([
+  it('derives the grace period from the preStop sleep, the drain and its margin', () => {
+    const manifests = render([
       ...valuesFile(DEFAULT_VALUES),
       '--set',
-      'drain.terminationGracePeriodSeconds=30',
+      'config.server.drainTimeoutMs=90500',
+      '--set',
+      'drain.preStopSleepSeconds=10',
     ]);
+    // 10 s of preStop + 91 s of drain (90.5 s rounded up) + the 5 s margin.
+    expect(podTemplate(manifests).spec.terminationGracePeriodSeconds).toBe(106);
+  });
+
+  it('refuses a margin shorter than what gengate takes to close after its deadline', () => {
+    const result = template([...valuesFile(DEFAULT_VALUES), '--set', 'drain.marginSeconds=2']);
     expect(result.status).not.toBe(0);
-    expect(result.stderr).toContain(
-      'drain.terminationGracePeriodSeconds must exceed drain.preStopSleepSeconds + 25',
-    );
+    expect(result.stderr).toContain('marginSeconds');
   });
 
   it('keeps the admin port inside the cluster, whatever the type of the gateway Service', () => {
@@ -270,7 +276,8 @@ describe('what a release gets', () => {
 
   it('drains: a preStop sleep, then SIGTERM, within the grace period', () => {
     const pod = podTemplate(rendered(DEFAULT_VALUES));
-    expect(pod.spec.terminationGracePeriodSeconds).toBe(35);
+    // 5 s of preStop + the 30 s drain + the 5 s margin.
+    expect(pod.spec.terminationGracePeriodSeconds).toBe(40);
     expect(gengateContainer(rendered(DEFAULT_VALUES)).lifecycle).toEqual({
       preStop: { sleep: { seconds: 5 } },
     });
@@ -384,6 +391,25 @@ describe('the release notes', () => {
     expect(notes).toContain('  curl http://127.0.0.1:9090/metrics');
     expect(notes).toContain('No ServiceMonitor was made: scrape port "metrics" (path /metrics)');
     expect(notes).toContain('  helm test prod --namespace gateways\n');
+    expect(notes).toContain(
+      'WARNING: config.server.drainTimeoutMs (30000) is shorter than config.upstream.timeoutMs\n(60000)',
+    );
+  });
+
+  it('say nothing of the drain when it outlasts the upstream timeout', () => {
+    const result = helm([
+      'install',
+      'prod',
+      CHART_DIRECTORY,
+      '--dry-run=client',
+      '--kubeconfig',
+      path.join(scratch, 'no-such-kubeconfig'),
+      ...valuesFile('existing-secrets-values.yaml'),
+      '--set',
+      'config.server.drainTimeoutMs=60000',
+    ]);
+    expect(result.status, result.stderr).toBe(0);
+    expect(result.stdout.slice(result.stdout.indexOf('NOTES:'))).not.toContain('drainTimeoutMs');
   });
 });
 

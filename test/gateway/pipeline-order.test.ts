@@ -28,13 +28,7 @@ function hooksOf(route: string): Record<string, string[]> {
   return hooks;
 }
 
-const APP_WIDE_ON_REQUEST = [
-  'createRequestState',
-  // @fastify/under-pressure's check, registered by loadShedding.
-  'onRequest',
-  'enterInflight',
-  'admitRequestHead',
-];
+const APP_WIDE_ON_REQUEST = ['createRequestState', 'shedWhenOverloaded', 'enterInflight', 'admitRequestHead'];
 
 test('a create meets every step in the documented order', () => {
   expect(hooksOf('/v1/images/generations (POST)')).toEqual({

@@ -59,6 +59,7 @@ const ALLOWED: Record<string, (value: string) => boolean> = {
   le: (value) => value === '+Inf' || Number.isFinite(Number(value)),
   version: oneOf([packageJson.version]),
   node_version: oneOf([process.versions.node]),
+  server: oneOf(['gateway', 'admin']),
 };
 
 function oneOf(values: Iterable<string>): (value: string) => boolean {

@@ -54,6 +54,7 @@ test('past the heap threshold: 503 overloaded with Retry-After, readiness down, 
       'gengate_load_shed_total{reason="event_loop_delay"} 0',
       'gengate_load_shed_total{reason="heap"} 0',
       'gengate_load_shed_total{reason="upstream_queue"} 0',
+      'gengate_load_shed_total{reason="rss"} 0',
     ]);
     const gateway = harness;
     // Before the first load sample (250 ms) nothing is known to be over the threshold.
@@ -62,17 +63,42 @@ test('past the heap threshold: 503 overloaded with Retry-After, readiness down, 
     const { response, body } = await create(harness);
     expect(response.status).toBe(503);
     expect(response.headers.get('retry-after')).toBe('3');
+    // The body is never read: the connection ends with the answer.
+    expect(response.headers.get('connection')).toBe('close');
     expect(response.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
     expect(body).toEqual(OVERLOADED_BODY);
     const ready = await admin.inject('/readyz');
     expect([ready.statusCode, ready.json()]).toEqual([503, { status: 'overloaded' }]);
-    const metrics = (await admin.inject('/metrics')).body;
+    // /metrics is rendered at most once a second (src/admin/app.ts).
+    let metrics = '';
+    await waitFor('the shedding in /metrics', async () => {
+      metrics = (await admin.inject('/metrics')).body;
+      return series(metrics, 'gengate_overloaded ')[0] === 'gengate_overloaded 1';
+    });
     expect(series(metrics, 'gengate_overloaded ')).toEqual(['gengate_overloaded 1']);
     expect(series(metrics, 'gengate_load_shed_total{reason="heap"}')).not.toEqual([
       'gengate_load_shed_total{reason="heap"} 0',
     ]);
     // Shed before anything else: nothing more reached the upstream.
     expect(harness.simulator.received).toHaveLength(forwarded);
+  } finally {
+    await admin.close();
+  }
+});
+
+test('past the RSS bound (the container limit by default): 503 overloaded, readiness down', async () => {
+  // One byte: any process is past it, as one holding unread answers far outside its heap would be.
+  harness = await startGatewayHarness({ overloadYaml: '{ maxRssBytes: 1 }' });
+  const gateway = harness;
+  const admin = adminOf(gateway);
+  try {
+    await waitFor('shedding', async () => (await create(gateway)).response.status === 503);
+    expect((await create(gateway)).body).toEqual(OVERLOADED_BODY);
+    expect((await admin.inject('/readyz')).statusCode).toBe(503);
+    const metrics = (await admin.inject('/metrics')).body;
+    expect(series(metrics, 'gengate_load_shed_total{reason="rss"}')).not.toEqual([
+      'gengate_load_shed_total{reason="rss"} 0',
+    ]);
   } finally {
     await admin.close();
   }

@@ -92,8 +92,13 @@ test('a reload under load applies whole, to the next requests, and an invalid fi
   gateway.signal('SIGHUP');
   await waitFor('a refused reload', () => reloads('error') >= 1);
   expect(await createWith(firstKey.key)).toEqual({ status: 200, policy: before.clampedTo2 });
+  // /metrics is rendered at most once a second (src/admin/app.ts).
+  await waitFor('the refused reload in /metrics', async () =>
+    /gengate_config_reloads_total\{result="error"\} [1-9]/.test(
+      await (await fetch(`${gateway.adminUrl}/metrics`)).text(),
+    ),
+  );
   const metrics = await (await fetch(`${gateway.adminUrl}/metrics`)).text();
-  expect(metrics).toMatch(/gengate_config_reloads_total\{result="error"\} [1-9]/);
   expect(metrics).toMatch(/gengate_config_reloads_total\{result="success"\} [1-9]/);
 });
 
@@ -110,7 +115,12 @@ test('a tenant a reload adds has its counters at 0 at once, so its first event s
   await writeFile(configPath, configWith(2, [firstKey]) + teamB);
   gateway.signal('SIGHUP');
   await waitFor('the reload that adds team-b', () => reloads('success') > succeeded);
-  const metrics = await (await fetch(`${gateway.adminUrl}/metrics`)).text();
+  // /metrics is rendered at most once a second (src/admin/app.ts).
+  let metrics = '';
+  await waitFor('team-b in /metrics', async () => {
+    metrics = await (await fetch(`${gateway.adminUrl}/metrics`)).text();
+    return metrics.includes('tenant="team-b"');
+  });
   expect(metrics.split('\n').filter((line) => line.includes('tenant="team-b"'))).toEqual([
     'gengate_policy_actions_total{tenant="team-b",rule="steps",action="clamped",mode="shadow"} 0',
     'gengate_usage_images_total{tenant="team-b"} 0',

@@ -108,8 +108,10 @@ describe('Redis killed and restarted', () => {
       await redis.restart();
       await waitFor('recovery', async () => (await timedCall(harness)).response.status === 200);
       expect((await admin.inject('/readyz')).statusCode).toBe(200);
-      // One outage, one trip of the breaker.
-      expect(await storeSeries()).toContain('gengate_store_breaker_trips_total 1');
+      // One outage, one trip of the breaker (/metrics is at most a second old).
+      await waitFor('the trip in /metrics', async () =>
+        (await storeSeries()).includes('gengate_store_breaker_trips_total 1'),
+      );
     } finally {
       await admin.close();
     }

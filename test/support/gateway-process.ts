@@ -103,6 +103,8 @@ export interface OneTenantConfig {
   keys: { sha256: string; prefix: string }[];
   /** The `store:` mapping (flow style); memory by default. */
   store?: string;
+  /** More members of `server:`, flow style, e.g. `drainTimeoutMs: 500`. */
+  server?: string;
   /** More members of the tenant, e.g. `policy: { … }` or `limits: [ … ]`. */
   tenantYaml?: string[];
 }
@@ -111,7 +113,7 @@ export interface OneTenantConfig {
 export function oneTenantConfig(options: OneTenantConfig): string {
   const keys = options.keys.map((key) => `{ sha256: "${key.sha256}", prefix: "${key.prefix}" }`).join(', ');
   return [
-    'server: { host: 127.0.0.1, port: 0 }',
+    `server: { host: 127.0.0.1, port: 0${options.server === undefined ? '' : `, ${options.server}`} }`,
     'admin: { host: 127.0.0.1, port: 0 }',
     `upstream: { baseUrl: "${options.upstreamUrl}", credentials: { shared: { env: SHARED_TOKEN } } }`,
     `store: ${options.store ?? '{ kind: memory }'}`,

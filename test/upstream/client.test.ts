@@ -287,4 +287,28 @@ describe('bounded concurrency towards the upstream', () => {
       expect(reported?.running()).toBe(0);
     });
   });
+
+  test('no tenant holds more than maxTenantShare of the connections: another tenant is served at once (finding 8)', () =>
+    withClient(
+      { baseUrl: heldUrl, connections: 4, maxTenantShare: 0.5, queueTimeoutMs: ENOUGH_TIME_MS },
+      async (client) => {
+        mostAtOnce = 0;
+        const asTenant = (tenant: string, path: string) => client.send({ ...get(path), tenant });
+        // The greedy tenant's polls: two run (its half of four), four wait for its own to end.
+        const greedy = Array.from({ length: 6 }, (_, index) => asTenant('greedy', `/greedy/${index}`));
+        await waitFor('its share held', () => held.length === 2);
+        // Another tenant's request does not wait behind them: two connections are still free for it.
+        const other = asTenant('other', '/other');
+        await waitFor('the other tenant at the upstream', () => held.length === 3);
+        expect(mostAtOnce).toBe(3);
+        // Released in arrival order: the greedy tenant's first two, then the other tenant's.
+        for (let released = 0; released < 7; released++) {
+          await waitFor('a held request', () => held.length > 0);
+          releaseFirst();
+        }
+        expect((await other).status).toBe(200);
+        expect((await Promise.all(greedy)).every((answer) => answer.status === 200)).toBe(true);
+        expect(mostAtOnce).toBe(3);
+      },
+    ));
 });

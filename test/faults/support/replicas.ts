@@ -23,6 +23,8 @@ export interface FleetConfig {
   loadTenant?: string[];
   /** Fixed ports (for replicas restarted in place); 0 otherwise. */
   port?: number;
+  /** More members of `server:`, flow style, e.g. `drainTimeoutMs: 5000`. */
+  server?: string;
 }
 
 export interface Fleet {
@@ -40,7 +42,7 @@ export interface Fleet {
 function fleetConfigText(config: FleetConfig, keys: Fleet['keys']): string {
   const keyOf = (key: TenantKey) => `[{ sha256: "${key.sha256}", prefix: "${key.prefix}" }]`;
   return [
-    `server: { host: 127.0.0.1, port: ${config.port ?? 0} }`,
+    `server: { host: 127.0.0.1, port: ${config.port ?? 0}${config.server === undefined ? '' : `, ${config.server}`} }`,
     'admin: { host: 127.0.0.1, port: 0 }',
     `upstream: { baseUrl: "${config.upstreamUrl}", credentials: { shared: { env: SHARED_TOKEN } }` +
       `${config.upstreamOptions === undefined ? '' : `, ${config.upstreamOptions}`} }`,

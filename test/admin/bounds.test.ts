@@ -1,0 +1,86 @@
+// The admin port shares the event loop with tenants, so it is bounded (contract section 9): a request
+// trickled to it is cut within about a second of its 5 s bound, it holds at most admin.maxConnections
+// connections, and /metrics is rendered at most once a second however many scrape it.
+import { once } from 'node:events';
+import { connect, type Socket } from 'node:net';
+import pino from 'pino';
+import { afterEach, expect, test } from 'vitest';
+import { buildAdminApp } from '../../src/admin/app.ts';
+import { createReadiness } from '../../src/admin/readiness.ts';
+import { createMetrics } from '../../src/observability/metrics.ts';
+import { waitFor } from '../support/wait-for.ts';
+
+let close: (() => Promise<void>) | undefined;
+afterEach(async () => {
+  await close?.();
+  close = undefined;
+});
+
+async function startAdmin(maxConnections?: number) {
+  const metrics = createMetrics();
+  const admin = buildAdminApp({
+    logger: pino({ level: 'silent' }),
+    metrics,
+    readiness: createReadiness(),
+    ...(maxConnections === undefined ? {} : { maxConnections }),
+  });
+  const url = new URL(await admin.listen({ host: '127.0.0.1', port: 0 }));
+  close = () => admin.close();
+  return { admin, metrics, port: Number(url.port) };
+}
+
+function open(port: number): Socket {
+  const socket = connect(port, '127.0.0.1');
+  socket.on('error', () => {});
+  return socket;
+}
+
+test('a request trickled to the admin port is cut: 408 and the connection closed', async () => {
+  const { port } = await startAdmin();
+  const socket = open(port);
+  await once(socket, 'connect');
+  let answer = '';
+  socket.setEncoding('utf8').on('data', (chunk: string) => (answer += chunk));
+  const closed = once(socket, 'close');
+  const startedAt = performance.now();
+  socket.write('GET /metrics HTTP/1.1\r\nHost: admin\r\n');
+  // A header line every half second, never the end of the head.
+  const trickle = setInterval(() => socket.write('X-Trickle: 1\r\n'), 500);
+  try {
+    await closed;
+  } finally {
+    clearInterval(trickle);
+  }
+  const elapsedMs = performance.now() - startedAt;
+  expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+  expect(elapsedMs).toBeGreaterThanOrEqual(5_000);
+}, 20_000);
+
+test('/metrics is rendered at most once a second: scrapes within it share one rendering', async () => {
+  const { admin, metrics } = await startAdmin();
+  const shed = (body: string) =>
+    body.split('\n').find((line) => line.startsWith('gengate_load_shed_total{reason="rss"}'));
+  const first = (await admin.inject('/metrics')).body;
+  metrics.loadShed.inc({ reason: 'rss' });
+  const second = (await admin.inject('/metrics')).body;
+  expect(shed(first)).toBe('gengate_load_shed_total{reason="rss"} 0');
+  expect(shed(second)).toBe('gengate_load_shed_total{reason="rss"} 0');
+  await waitFor(
+    'a fresh rendering',
+    async () => shed((await admin.inject('/metrics')).body)?.endsWith(' 1') === true,
+  );
+});
+
+test('beyond admin.maxConnections new connections are closed at once and counted', async () => {
+  const { admin, port } = await startAdmin(2);
+  const held = [open(port), open(port)];
+  await Promise.all(held.map((socket) => once(socket, 'connect')));
+  await waitFor('a third connection closed at once', async () => {
+    const extra = open(port);
+    await once(extra, 'close');
+    const body = (await admin.inject('/metrics')).body;
+    return body.includes('gengate_connections_refused_total{server="admin"} 1');
+  });
+  expect(held.every((socket) => !socket.destroyed)).toBe(true);
+  for (const socket of held) socket.destroy();
+});
