@@ -23,8 +23,8 @@ afterEach(async () => {
 
 function configHolding(section: 'server' | 'admin'): Promise<string> {
   const config = oneTenantConfig({ upstreamUrl: 'http://127.0.0.1:1', keys: [] }).replace(
-    `${section}: { host: 127.0.0.1, port: 0 }`,
-    `${section}: { host: 127.0.0.1, port: ${heldPort} }`,
+    `${section}: { host: 127.0.0.1, port: 0`,
+    `${section}: { host: 127.0.0.1, port: ${heldPort}`,
   );
   expect(config).toContain(`port: ${heldPort}`);
   return writeTempConfig(config);

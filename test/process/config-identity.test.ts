@@ -68,6 +68,19 @@ async function identityOf(gateway: GatewayProcess): Promise<Identity> {
   };
 }
 
+/**
+ * The identity once a scrape shows it changed from `before`: /metrics is rendered at most once a second
+ * (src/admin/app.ts), so a scrape right after a reload may still show the configuration before it.
+ */
+async function identityChangedFrom(gateway: GatewayProcess, before: Identity): Promise<Identity> {
+  let identity = before;
+  await waitFor('a scrape after the reload', async () => {
+    identity = await identityOf(gateway);
+    return JSON.stringify(identity) !== JSON.stringify(before);
+  });
+  return identity;
+}
+
 function reloads(gateway: GatewayProcess, message: string): number {
   return gateway.lines.filter((line) => line.msg === message).length;
 }
@@ -93,11 +106,12 @@ test('SIGHUP applies a new file and reports its hash; a refused one keeps the ha
   const REFUSED = 'configuration reload refused; keeping the current configuration';
   /** Writes the file, sends SIGHUP and waits for the reload's log line; returns the identity then. */
   const reloadWith = async (text: string, outcome: string): Promise<Identity> => {
-    const before = reloads(gateway, outcome);
+    const [before, identityBefore] = [reloads(gateway, outcome), await identityOf(gateway)];
     await writeFile(configPath, text);
     gateway.signal('SIGHUP');
     await waitFor(outcome, () => reloads(gateway, outcome) > before);
-    return identityOf(gateway);
+    // Every reload here changes the identity: a new hash, or the last reload marked failed or not.
+    return identityChangedFrom(gateway, identityBefore);
   };
 
   const reloaded = await reloadWith(configWith(2), APPLIED);
@@ -134,7 +148,7 @@ test("a mounted ConfigMap's folder (the chart's live mode): the kubelet's ..data
 
   await writeVersion('..2026_01_01_00_01_00.2', configWith(2));
   await waitFor('the reload of the swapped file', () => reloads(gateway, 'configuration reloaded') === 1);
-  const reloaded = await identityOf(gateway);
+  const reloaded = await identityChangedFrom(gateway, started);
   expect(reloaded.hashes).toHaveLength(1);
   expect(reloaded.hashes).not.toEqual(started.hashes);
 });

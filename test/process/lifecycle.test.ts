@@ -51,7 +51,7 @@ const logged = (gateway: GatewayProcess, msg: string) => gateway.lines.filter((l
 test('a second signal during the drain exits 1 at once, logged', async () => {
   const key = canaryTenantKey();
   const gateway = await startGateway(key);
-  simulator.faults.set({ delayMs: HELD_AT_UPSTREAM_MS, times: 1 });
+  simulator.faults.set({ delayMs: HELD_AT_UPSTREAM_MS, times: 1, match: { method: 'POST' } });
   const received = simulator.received.length;
   const inFlight = create(gateway, key);
   await waitFor('the request at the upstream', () => simulator.received.length === received + 1);
@@ -69,7 +69,7 @@ test('a second signal during the drain exits 1 at once, logged', async () => {
 test('a drain past server.drainTimeoutMs cuts the request in flight, counts it and exits 1', async () => {
   const key = canaryTenantKey();
   const gateway = await startGateway(key, { server: 'drainTimeoutMs: 300' });
-  simulator.faults.set({ delayMs: HELD_AT_UPSTREAM_MS, times: 1 });
+  simulator.faults.set({ delayMs: HELD_AT_UPSTREAM_MS, times: 1, match: { method: 'POST' } });
   const received = simulator.received.length;
   const inFlight = create(gateway, key);
   await waitFor('the request at the upstream', () => simulator.received.length === received + 1);
@@ -90,7 +90,7 @@ for (const [failure, message] of [
   test(`an ${failure.replace('-', ' ')} is logged, drains the request in flight, and exits 1`, async () => {
     const key = canaryTenantKey();
     const gateway = await startGateway(key, {}, failureOnSignal(failure));
-    simulator.faults.set({ delayMs: 1_000, times: 1 });
+    simulator.faults.set({ delayMs: 1_000, times: 1, match: { method: 'POST' } });
     const received = simulator.received.length;
     const inFlight = create(gateway, key);
     await waitFor('the request at the upstream', () => simulator.received.length === received + 1);

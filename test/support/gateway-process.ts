@@ -109,11 +109,24 @@ export interface OneTenantConfig {
   tenantYaml?: string[];
 }
 
-/** A configuration with one tenant, team-a, whose upstream credential `shared` comes from $SHARED_TOKEN. */
+// Load shedding off: none of the tests on this configuration is about overload (test/overload/ is), and a
+// machine loaded by other suites must not answer 503 overloaded in place of what a test looks at.
+const NO_LOAD_SHEDDING = 'overload: { maxEventLoopDelayMs: 0, maxHeapUsedRatio: 1, maxRssRatio: 1 }';
+
+/**
+ * A configuration with one tenant, team-a, whose upstream credential `shared` comes from $SHARED_TOKEN,
+ * load shedding off.
+ */
 export function oneTenantConfig(options: OneTenantConfig): string {
   const keys = options.keys.map((key) => `{ sha256: "${key.sha256}", prefix: "${key.prefix}" }`).join(', ');
+  const server = [
+    'host: 127.0.0.1',
+    'port: 0',
+    NO_LOAD_SHEDDING,
+    ...(options.server === undefined ? [] : [options.server]),
+  ];
   return [
-    `server: { host: 127.0.0.1, port: 0${options.server === undefined ? '' : `, ${options.server}`} }`,
+    `server: { ${server.join(', ')} }`,
     'admin: { host: 127.0.0.1, port: 0 }',
     `upstream: { baseUrl: "${options.upstreamUrl}", credentials: { shared: { env: SHARED_TOKEN } } }`,
     `store: ${options.store ?? '{ kind: memory }'}`,
