@@ -17,7 +17,7 @@ import { createMetrics } from './observability/metrics.ts';
 import { startTenantCountersAtZero } from './gateway/tenant-series.ts';
 import { startSimulator } from './simulator/server.ts';
 import { isOverloaded } from './overload/shed-load.ts';
-import { openStore } from './store/open-store.ts';
+import { openStore, storeJobOptions } from './store/open-store.ts';
 import { createUpstreamClient, upstreamClientOptions } from './upstream/client.ts';
 
 const DEMO_CONFIG_PATH = 'config/demo.yaml';
@@ -88,7 +88,7 @@ const simulator = config.simulator.enabled
   : undefined;
 
 const metrics = createMetrics();
-const store = await openStore(config.store, { logger, metrics });
+const store = await openStore(config.store, { logger, metrics, jobs: storeJobOptions(config) });
 startTenantCountersAtZero(config.tenants, { metrics, store });
 metrics.configApplied(tenantConfigHash(config.tenants));
 metrics.reportMaxReplicas(config.store.replicas);

@@ -45,6 +45,7 @@ import { admitRequestHead } from './request-head.ts';
 import { requestObserver } from './request-observer.ts';
 import { requestState } from './request-state.ts';
 import { admitRequestTarget } from './request-target.ts';
+import { installJobFollowing } from './job-hooks.ts';
 import { addDeprecationHeaders, createRouteSteps, type CredentialSource } from './routes.ts';
 import { validateRequestBody } from './validate-request.ts';
 import { validationFailureCounter } from './validation-failure-counter.ts';
@@ -95,9 +96,11 @@ export function installGatewayPipeline(
   // A create is validated and judged by the tenant's policy before admission claims its requestId and
   // charges it; a request id is checked for ownership by the same admission. Refused requests consume
   // nothing.
+  const jobs = installJobFollowing(app, config, parts);
   const admit = createAdmitHook({
     admission: parts.store.admission,
     answerTakenRequestId: ownership.answerTakenRequestId,
+    ...jobs.admitOptions,
   });
 
   for (const route of GATEWAY_ROUTES) {
@@ -111,7 +114,10 @@ export function installGatewayPipeline(
       preHandler: takesBody ? [enforcePolicy, admit] : [admit],
       handler: handlerFor(route),
       onSend: [
-        ...(takesBody ? [ownership.settleClaim] : []),
+        ...(takesBody ? [ownership.settleClaim, jobs.followCreate] : []),
+        ...(route.id === 'images.get' || route.id === 'videos.get' || route.id === 'videos.delete'
+          ? [jobs.observeJobEnd]
+          : []),
         ...(route.successorPath === undefined ? [] : [addDeprecationHeaders(route)]),
       ],
       onResponse: countServedRequest,
