@@ -86,6 +86,7 @@ export function installGatewayPipeline(
     credentials: parts.credentials,
     upstream: parts.upstream,
     usage: parts.store.usage,
+    jobs: parts.store.jobs,
     limiter: parts.store.limiter,
     authFailures: installAuthFailureGuard(app, config.server.authenticationFailures),
     metrics: parts.metrics,
