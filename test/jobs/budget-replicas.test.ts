@@ -25,6 +25,8 @@ const KEYS = {
   refunds: canaryTenantKey(),
   slots: canaryTenantKey(),
   kill: canaryTenantKey(),
+  'cap-a': canaryTenantKey(),
+  'cap-b': canaryTenantKey(),
 };
 
 let redis: RedisServer;
@@ -56,7 +58,7 @@ beforeAll(async () => {
       // Load shedding off: this machine's load is not what the test is about.
       'server: { host: 127.0.0.1, port: 0, overload: { maxEventLoopDelayMs: 0, maxHeapUsedRatio: 1 } }',
       'admin: { host: 127.0.0.1, port: 0 }',
-      `upstream: { baseUrl: "${simulator.url}", credentials: { shared: { env: SHARED_TOKEN } } }`,
+      `upstream: { baseUrl: "${simulator.url}", credentials: { shared: { env: SHARED_TOKEN }, capped: { env: SHARED_TOKEN, maxJobsInFlight: 4 } } }`,
       `store: { kind: redis, redis: { url: "${redis.url}", commandTimeoutMs: 2000 } }`,
       `pricing: { images: [{ model: "*", usdPerSample: ${PRICE_USD} }] }`,
       'jobs: { leaseMs: 1500, firstPollMs: 50, maxPollIntervalMs: 200, maxPollsPerSecondPerCredential: 200 }',
@@ -65,6 +67,8 @@ beforeAll(async () => {
       tenantYaml('refunds', 'budget: { monthlyUsd: 0.1, dailyUsd: 0.5 }'),
       tenantYaml('slots', 'jobs: { maxInFlight: 3 }'),
       tenantYaml('kill', 'budget: { monthlyUsd: 1 }'),
+      tenantYaml('cap-a', 'account: gateway').replace('credential: shared', 'credential: capped'),
+      tenantYaml('cap-b', 'account: gateway').replace('credential: shared', 'credential: capped'),
       '',
     ].join('\n'),
   );
@@ -156,7 +160,12 @@ describe('a monthly budget of exactly N × the price', () => {
       return Math.abs(reportedCostUsd - 0.5) < 1e-9;
     });
     const usage = await usageOf('exact');
-    expect(usage.budget.monthly).toMatchObject({ limitUsd: 0.5, reservedUsd: 0, spentUsd: 0.5, remainingUsd: 0 });
+    expect(usage.budget.monthly).toMatchObject({
+      limitUsd: 0.5,
+      reservedUsd: 0,
+      spentUsd: 0.5,
+      remainingUsd: 0,
+    });
     expect(usage.budget.daily).toBeNull();
     expect(usage.lifetime.reportedCostUsd).toBeCloseTo(0.5, 9);
     expect((await create(replicas[1]!, 'exact')).status).toBe(429);
@@ -173,12 +182,20 @@ describe('settlement refunds', () => {
     });
     const first = await createsInParallel(20, 'refunds');
     expect(first.filter((answer) => answer.status === 200)).toHaveLength(10);
-    await waitFor('the 10 settled', async () => (await usageOf('refunds')).jobsInFlight === 0, SETTLED_TIMEOUT_MS);
+    await waitFor(
+      'the 10 settled',
+      async () => (await usageOf('refunds')).jobsInFlight === 0,
+      SETTLED_TIMEOUT_MS,
+    );
     expect((await usageOf('refunds')).budget.monthly).toMatchObject({ spentUsd: 0.04, remainingUsd: 0.06 });
 
     const second = await createsInParallel(20, 'refunds');
     expect(second.filter((answer) => answer.status === 200)).toHaveLength(6);
-    await waitFor('the 6 settled', async () => (await usageOf('refunds')).jobsInFlight === 0, SETTLED_TIMEOUT_MS);
+    await waitFor(
+      'the 6 settled',
+      async () => (await usageOf('refunds')).jobsInFlight === 0,
+      SETTLED_TIMEOUT_MS,
+    );
     // Usage is flushed by each replica about once a second (docs/usage.md).
     await waitFor('the reported costs counted', async () => {
       const { reportedCostUsd } = (await usageOf('refunds')).lifetime;
@@ -224,5 +241,77 @@ describe('jobs.maxInFlight: 3', () => {
     const again = await createsInParallel(5, 'slots', 'videos', '{"duration": 5}');
     expect(again.filter((answer) => answer.status === 200)).toHaveLength(1);
     await fetch(`${simulator.url}/__simulator/faults`, { method: 'DELETE' });
+  });
+});
+
+describe("a credential's maxJobsInFlight", () => {
+  test('holds across the tenants that share it', async () => {
+    await setFault({ stallJob: true });
+    const first = await createsInParallel(6, 'cap-a', 'videos', '{"duration": 5}');
+    expect(first.filter((answer) => answer.status === 200)).toHaveLength(4);
+    const other = await createsInParallel(3, 'cap-b', 'videos', '{"duration": 5}');
+    expect(other.map((answer) => answer.status)).toEqual([429, 429, 429]);
+    expect(JSON.parse(other[0]!.body)).toMatchObject({
+      error: {
+        code: 'too_many_jobs_in_flight',
+        message: 'the upstream account has 4 unfinished jobs, its most at once; retry when one ends',
+      },
+    });
+    await fetch(`${simulator.url}/__simulator/faults`, { method: 'DELETE' });
+  });
+});
+
+async function setFault(fault: Record<string, unknown>): Promise<void> {
+  const response = await fetch(`${simulator.url}/__simulator/faults`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(fault),
+  });
+  expect(response.status).toBe(204);
+}
+
+describe('a replica SIGKILLed with jobs leased', () => {
+  test('every job is still settled exactly once, and spending is what the upstream charged', async () => {
+    // Polls hang for a while: whichever replica leased a job holds it when one of them is killed.
+    await setFault({ delayMs: 2_000, match: { method: 'GET', pathPrefix: '/v1/images/generations/' } });
+    const answers = await createsInParallel(30, 'kill');
+    expect(answers.filter((answer) => answer.status === 200)).toHaveLength(30);
+    const pollsBefore = simulator.polls.get('shared') ?? 0;
+    await waitFor(
+      'the trackers polling the new jobs',
+      () => (simulator.polls.get('shared') ?? 0) > pollsBefore,
+    );
+    const killed = replicas[0]!;
+    killed.signal('SIGKILL');
+    await killed.exited;
+    await fetch(`${simulator.url}/__simulator/faults`, { method: 'DELETE' });
+    const survivor = replicas[1]!;
+    await waitFor(
+      'every job settled by the survivors',
+      async () => (await usageOf('kill', survivor)).jobsInFlight === 0,
+      SETTLED_TIMEOUT_MS,
+    );
+    const usage = await usageOf('kill', survivor);
+    expect(usage.budget.monthly).toMatchObject({ reservedUsd: 0, spentUsd: 0.3 });
+    await waitFor('the reported costs counted', async () => {
+      const { reportedCostUsd } = (await usageOf('kill', survivor)).lifetime;
+      return Math.abs(reportedCostUsd - 0.3) < 1e-9;
+    });
+
+    // The simulator's own record of what the account was charged: every completed job of every tenant.
+    const charged = await fetch(`${simulator.url}/v1/account/usage`, {
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    const { data } = (await charged.json()) as { data: { totalCost: number } };
+    const spentByTenant = await Promise.all(
+      (['exact', 'refunds', 'kill'] as const).map(
+        async (tenant) => (await usageOf(tenant, survivor)).budget.monthly!.spentUsd,
+      ),
+    );
+    expect(data.totalCost).toBeCloseTo(
+      spentByTenant.reduce((sum, spent) => sum + spent, 0),
+      9,
+    );
+    replicas = replicas.slice(1);
   });
 });
