@@ -9,7 +9,7 @@ import type { JobOutcome } from './job-ends.ts';
 import { toUsd } from './pricing.ts';
 import { POLL_RESULTS, type PollResult } from './tracker.ts';
 
-const JOB_OUTCOMES: readonly JobOutcome[] = ['completed', 'failed', 'cancelled', 'expired'];
+export const JOB_OUTCOMES: readonly JobOutcome[] = ['completed', 'failed', 'cancelled', 'expired'];
 const JOB_ROUTES: readonly RouteId[] = ['images.create', 'videos.create'];
 // From a few seconds (an image) to the longest a job is followed (a day by default).
 const JOB_DURATION_BUCKETS_SECONDS = [1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 3600, 21_600, 86_400];

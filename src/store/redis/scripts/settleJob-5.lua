@@ -23,8 +23,9 @@ if job.tenant ~= ARGV[2] or job.credential ~= ARGV[3] then return {'mismatch', j
 local outcome = ARGV[4]
 local spent = 0
 if outcome == 'completed' then spent = tonumber(ARGV[5]) elseif outcome == 'expired' then spent = job.cost end
+-- `0 - cost`, never `-cost`: a cost of 0 would be -0, which HINCRBY refuses as "-0".
 for _, period in ipairs({ job.day, job.month }) do
-  redis.call('HINCRBY', KEYS[4], period .. ':reserved', -job.cost)
+  if job.cost ~= 0 then redis.call('HINCRBY', KEYS[4], period .. ':reserved', 0 - job.cost) end
   if spent ~= 0 then redis.call('HINCRBY', KEYS[4], period .. ':spent', spent) end
 end
 redis.call('HINCRBY', KEYS[4], 'inflight', -1)
