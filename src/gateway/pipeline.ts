@@ -16,6 +16,8 @@
 //   admission        admit (gateway/admit.ts)                             preHandler, route
 //   forward          handlerFor(route) (gateway/routes.ts)                handler
 //   record: claim    settleClaim (gateway/ownership-hooks.ts)             onSend, POST routes
+//   record: job      followCreate (gateway/job-hooks.ts)                  onSend, POST routes
+//   job's end        observeJobEnd (gateway/job-hooks.ts)                 onSend, polls and DELETE
 //   observe          the request observer, then the served-request count  onResponse, app then route
 //                    (countServedRequest, gateway/routes.ts)
 //

@@ -6,6 +6,7 @@ import type { GatewayConfig } from '../../config/schema.ts';
 import type { RateLimitMetrics } from '../../ratelimit/metrics.ts';
 import type { OnReportedCostCounted } from '../../usage/meter.ts';
 import type { StoreBackend, StoreJobOptions } from '../gateway-store.ts';
+import { createUntrackedJobBook } from '../../jobs/untracked-book.ts';
 import { createRedisJobBook } from './job-book.ts';
 import type { StoreMetrics } from '../metrics.ts';
 import { createRedisAdmission } from './admission.ts';
@@ -62,9 +63,10 @@ export async function openRedisStore(
   const limiter = createRedisRateLimiter(calls, { metrics, fallbackReplicas: store.replicas });
   const usage = createRedisUsageMeter(calls, { onReportedCostCounted: deps.onReportedCostCounted });
   const ownership = createRedisOwnershipStore(calls, { ttlMs: ownershipTtlMs });
-  // The jobs' records live under keys of no tenant: a Cluster keeps them only while nobody uses budgets
-  // or caps on jobs (the configuration check refuses those with `store.redis.nodes`).
-  const jobs = createRedisJobBook(calls, deps.jobs);
+  // A job's reservation touches its tenant's, its credential's and the jobs' keys in one script: a
+  // Cluster does not follow jobs (the configuration check refuses budgets and caps on jobs there).
+  const jobs =
+    connection instanceof Cluster ? createUntrackedJobBook() : createRedisJobBook(calls, deps.jobs);
   // In a Cluster an id's key and a tenant's limit keys hash to different slots: no single script.
   const admission =
     connection instanceof Cluster
