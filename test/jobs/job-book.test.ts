@@ -172,3 +172,39 @@ test('on Redis, a create with budgets and both caps is still one script call', a
     await store.close();
   }
 });
+
+describe('a store that cannot answer', () => {
+  async function openUnreachable(failMode: 'open' | 'closed'): Promise<GatewayStore> {
+    return openStore(
+      { ...storeConfig('redis', 'redis://127.0.0.1:1'), failMode },
+      {
+        logger: pino({ level: 'silent' }),
+        metrics: createMetrics(new Registry()),
+        jobs: { answerWaitMs: 60_000, leaseMs: 30_000, maxAgeMs: 86_400_000, credentials: () => ['shared'] },
+      },
+    );
+  }
+
+  test('failMode open admits a create without its reservation, and says so', async () => {
+    const store = await openUnreachable('open');
+    try {
+      const result = await store.admission.admit('open-tenant', LIMITS, claim(), reservation());
+      expect(result).toMatchObject({ kind: 'decided', decision: { outcome: 'admitted' }, unreserved: true });
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('failMode closed refuses it (503 store_unavailable)', async () => {
+    const store = await openUnreachable('closed');
+    try {
+      const result = await store.admission
+        .admit('closed-tenant', LIMITS, claim(), reservation())
+        .catch((error: unknown) => error);
+      // Refused at the claim already, before anything could be reserved.
+      expect(result).toMatchObject({ code: 'store_unavailable', status: 503 });
+    } finally {
+      await store.close();
+    }
+  });
+});
