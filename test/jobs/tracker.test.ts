@@ -54,6 +54,7 @@ async function startReplica(simulator: SimulatorServer, config: JobsConfig): Pro
         leaseMs: config.leaseMs,
         maxAgeMs: 86_400_000,
         credentials: () => ['shared'],
+        budgets: false,
       },
     },
   );
