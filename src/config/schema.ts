@@ -453,7 +453,9 @@ export const CONFIG_OPTION_DOCS: Readonly<Record<string, OptionDoc>> = {
     text: "the tracker's upstream polls per second per credential, summed over every replica (they spend the account's rate limit).",
   },
   'jobs.firstPollMs': { text: "the tracker's first poll of a job, after its submission." },
-  'jobs.maxPollIntervalMs': { text: 'the longest wait between two polls of one job (the backoff doubles up to it).' },
+  'jobs.maxPollIntervalMs': {
+    text: 'the longest wait between two polls of one job (the backoff doubles up to it).',
+  },
   tenants: { type: 'list', text: 'the callers (below).' },
   'tenants[].id': { text: 'unique tenant id; used in logs and metric labels' },
   'tenants[].credential': { text: 'name of an `upstream.credentials` entry its requests carry' },
