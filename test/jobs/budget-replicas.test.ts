@@ -25,6 +25,7 @@ const KEYS = {
   refunds: canaryTenantKey(),
   slots: canaryTenantKey(),
   kill: canaryTenantKey(),
+  fails: canaryTenantKey(),
   'cap-a': canaryTenantKey(),
   'cap-b': canaryTenantKey(),
 };
@@ -67,6 +68,7 @@ beforeAll(async () => {
       tenantYaml('refunds', 'budget: { monthlyUsd: 0.1, dailyUsd: 0.5 }'),
       tenantYaml('slots', 'jobs: { maxInFlight: 3 }'),
       tenantYaml('kill', 'budget: { monthlyUsd: 1 }'),
+      tenantYaml('fails', 'budget: { monthlyUsd: 0.02 }'),
       tenantYaml('cap-a', 'account: gateway').replace('credential: shared', 'credential: capped'),
       tenantYaml('cap-b', 'account: gateway').replace('credential: shared', 'credential: capped'),
       '',
@@ -214,6 +216,26 @@ describe('settlement refunds', () => {
   });
 });
 
+describe('failed jobs', () => {
+  test('are refunded in full: the budget admits as many again', async () => {
+    await setFault({ failJob: true, times: 2 });
+    const first = await createsInParallel(5, 'fails');
+    expect(first.filter((answer) => answer.status === 200)).toHaveLength(2);
+    await waitFor(
+      'both settled',
+      async () => (await usageOf('fails')).jobsInFlight === 0,
+      SETTLED_TIMEOUT_MS,
+    );
+    expect((await usageOf('fails')).budget.monthly).toMatchObject({
+      reservedUsd: 0,
+      spentUsd: 0,
+      remainingUsd: 0.02,
+    });
+    const again = await createsInParallel(5, 'fails');
+    expect(again.filter((answer) => answer.status === 200)).toHaveLength(2);
+  });
+});
+
 describe('jobs.maxInFlight: 3', () => {
   test('10 parallel creates over the replicas: 3 admitted; each job end frees exactly one slot', async () => {
     await fetch(`${simulator.url}/__simulator/faults`, {
@@ -310,7 +332,7 @@ describe('a replica SIGKILLed with jobs leased', () => {
     });
     const { data } = (await charged.json()) as { data: { totalCost: number } };
     const spentByTenant = await Promise.all(
-      (['exact', 'refunds', 'kill'] as const).map(
+      (['exact', 'refunds', 'fails', 'kill'] as const).map(
         async (tenant) => (await usageOf(tenant, survivor)).budget.monthly!.spentUsd,
       ),
     );
