@@ -26,6 +26,10 @@ const TENANT_KEY_PREFIX_LENGTH = 8;
 // and none is refused, yet within the limiter's exact arithmetic (limit × window <= 2^52 µs).
 const LIMIT_WINDOW_SECONDS = 60;
 const UNREACHABLE_LIMIT = 60_000_000;
+// Budgets and caps on jobs in flight are on, beyond anything a run spends or keeps in flight: each create
+// is still priced, checked and reserved in its one store round trip (docs/budgets.md).
+const UNREACHABLE_BUDGET_USD = 1_000_000_000;
+const UNREACHABLE_JOBS_IN_FLIGHT = 1_000_000_000;
 const UPSTREAM_TOKEN_ENV = 'BENCH_UPSTREAM_TOKEN';
 // gengate as deployed (README, "Deployment"): compiled by `npm run build`, which `npm run bench` runs first.
 const GENGATE_MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
@@ -69,7 +73,11 @@ function configFor(options: {
     server: { host: '127.0.0.1', port: options.port },
     admin: { host: '127.0.0.1', port: options.adminPort },
     logging: { level: 'info', prompts: false },
-    upstream: { baseUrl: options.upstreamUrl, credentials: { shared: { env: UPSTREAM_TOKEN_ENV } } },
+    upstream: {
+      baseUrl: options.upstreamUrl,
+      credentials: { shared: { env: UPSTREAM_TOKEN_ENV, maxJobsInFlight: UNREACHABLE_JOBS_IN_FLIGHT } },
+    },
+    pricing: { images: [{ model: '*', usdPerSample: 0.01 }] },
     store: {
       kind: 'redis',
       redis: {
@@ -89,6 +97,8 @@ function configFor(options: {
             label: 'bench',
           },
         ],
+        budget: { dailyUsd: UNREACHABLE_BUDGET_USD, monthlyUsd: UNREACHABLE_BUDGET_USD },
+        jobs: { maxInFlight: UNREACHABLE_JOBS_IN_FLIGHT },
         // Every rule is present and the benchmark body satisfies each one, so nothing is rewritten.
         policy: {
           mode: 'enforce',

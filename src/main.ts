@@ -21,7 +21,7 @@ import { startTenantCountersAtZero } from './gateway/tenant-series.ts';
 import { startSimulator } from './simulator/server.ts';
 import { isOverloaded } from './overload/shed-load.ts';
 import { handleProcessLifecycle } from './server/lifecycle.ts';
-import { openStore } from './store/open-store.ts';
+import { openStore, storeJobOptions } from './store/open-store.ts';
 import { createUpstreamClient, upstreamClientOptions } from './upstream/client.ts';
 import { checkCredential, createCredentialHealth } from './upstream/credential-health.ts';
 
@@ -116,7 +116,7 @@ const simulator = config.simulator.enabled
   : undefined;
 
 const metrics = createMetrics();
-const store = await openStore(config.store, { logger, metrics });
+const store = await openStore(config.store, { logger, metrics, jobs: storeJobOptions(config) });
 startTenantCountersAtZero(config.tenants, { metrics, store });
 metrics.configApplied(tenantConfigHash(config.tenants));
 metrics.reportMaxReplicas(config.store.replicas);

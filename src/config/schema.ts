@@ -61,6 +61,15 @@ const DEFAULT_REDIS_KEY_PREFIX = 'gengate:';
 const DEFAULT_STORE_COMMAND_TIMEOUT_MS = 100;
 /** How long the gateway remembers who owns a request id: long past any client's last poll of it. */
 const DEFAULT_OWNERSHIP_TTL_SECONDS = 7 * 24 * 3600;
+// The job tracker (docs/budgets.md): a lease long enough for one round of polls, the service's own
+// lifetime of a record, and a share of the account's rate limit (DEFAULT_SIMULATOR_REQUESTS_PER_MINUTE).
+export const DEFAULT_JOB_LEASE_MS = 30_000;
+export const DEFAULT_JOB_MAX_AGE_SECONDS = 86_400;
+const DEFAULT_JOB_MAX_POLLS_PER_SECOND_PER_CREDENTIAL = 5;
+const DEFAULT_JOB_FIRST_POLL_MS = 1_000;
+const DEFAULT_JOB_MAX_POLL_INTERVAL_MS = 30_000;
+// The service's published video prices (docs/budgets.md).
+const DEFAULT_VIDEO_USD_PER_SECOND = { '480p': 0.0062, '720p': 0.014, '1080p': 0.031 } as const;
 const MAX_LIMIT_WINDOW_SECONDS = 86_400;
 const MAX_UPSTREAM_SAMPLES = 20;
 const MAX_UPSTREAM_STEPS = 50;
@@ -169,10 +178,14 @@ const LoggingSchema = object(
   {},
 );
 
+const maxJobsInFlight = Type.Optional(Type.Integer({ minimum: 1 }));
 const CredentialSchema = Type.Union(
   [
-    object({ env: Type.String({ pattern: ENV_NAME_PATTERN, description: 'an environment variable name' }) }),
-    object({ file: Type.String({ minLength: 1 }) }),
+    object({
+      env: Type.String({ pattern: ENV_NAME_PATTERN, description: 'an environment variable name' }),
+      maxJobsInFlight,
+    }),
+    object({ file: Type.String({ minLength: 1 }), maxJobsInFlight }),
   ],
   { description: 'exactly one of { env: VARIABLE_NAME } or { file: PATH }' },
 );
@@ -273,6 +286,38 @@ const StoreSchema = object(
   {},
 );
 
+const usd = (defaultValue?: number) =>
+  Type.Number({ minimum: 0, ...(defaultValue === undefined ? {} : { default: defaultValue }) });
+
+const PricingSchema = object(
+  {
+    images: Type.Array(object({ model: Type.String(), usdPerSample: usd() }), { default: [] }),
+    videoUsdPerSecond: object(
+      {
+        '480p': usd(DEFAULT_VIDEO_USD_PER_SECOND['480p']),
+        '720p': usd(DEFAULT_VIDEO_USD_PER_SECOND['720p']),
+        '1080p': usd(DEFAULT_VIDEO_USD_PER_SECOND['1080p']),
+      },
+      {},
+    ),
+  },
+  {},
+);
+
+const JobsSchema = object(
+  {
+    leaseMs: positiveMs(DEFAULT_JOB_LEASE_MS),
+    maxAgeSeconds: Type.Integer({ minimum: 1, default: DEFAULT_JOB_MAX_AGE_SECONDS }),
+    maxPollsPerSecondPerCredential: Type.Integer({
+      minimum: 1,
+      default: DEFAULT_JOB_MAX_POLLS_PER_SECOND_PER_CREDENTIAL,
+    }),
+    firstPollMs: positiveMs(DEFAULT_JOB_FIRST_POLL_MS),
+    maxPollIntervalMs: positiveMs(DEFAULT_JOB_MAX_POLL_INTERVAL_MS),
+  },
+  {},
+);
+
 const TenantKeySchema = object({
   sha256: Type.String({ pattern: '^[0-9a-f]{64}$', description: '64 lowercase hexadecimal characters' }),
   prefix: Type.String({
@@ -342,6 +387,13 @@ const TenantSchema = object({
   account: oneOf(['gateway', 'passthrough'], 'gateway'),
   policy: PolicySchema,
   limits: Type.Array(LimitSchema, { default: [] }),
+  budget: Type.Optional(
+    Type.Object(
+      { dailyUsd: Type.Optional(usd()), monthlyUsd: Type.Optional(usd()) },
+      { additionalProperties: false, minProperties: 1 },
+    ),
+  ),
+  jobs: Type.Optional(object({ maxInFlight: Type.Integer({ minimum: 1 }) })),
 });
 
 export const ConfigSchema = object({
@@ -351,6 +403,8 @@ export const ConfigSchema = object({
   upstream: UpstreamSchema,
   simulator: SimulatorSchema,
   store: StoreSchema,
+  pricing: PricingSchema,
+  jobs: JobsSchema,
   tenants: Type.Array(TenantSchema, { default: [] }),
 });
 
@@ -358,6 +412,8 @@ export type GatewayConfig = Static<typeof ConfigSchema>;
 export type TenantConfig = GatewayConfig['tenants'][number];
 export type TenantPolicy = TenantConfig['policy'];
 export type TenantLimit = TenantConfig['limits'][number];
+export type PricingConfig = GatewayConfig['pricing'];
+export type JobsConfig = GatewayConfig['jobs'];
 
 /** What docs/configuration.md says of an option; its type, range and default come from the schema. */
 export interface OptionDoc {
@@ -440,8 +496,8 @@ export const CONFIG_OPTION_DOCS: Readonly<Record<string, OptionDoc>> = {
     text: 'largest upstream response read; a larger one is cut off and answered `502 upstream_unavailable`.',
   },
   'upstream.credentials': {
-    type: 'map of name → `{ env: VARIABLE }` or `{ file: PATH }`',
-    text: 'named upstream tokens (see below); names are 1–63 letters, digits, `-` or `_`.',
+    type: 'map of name → `{ env: VARIABLE }` or `{ file: PATH }`, each with an optional `maxJobsInFlight`',
+    text: "named upstream tokens (see below); names are 1–63 letters, digits, `-` or `_`. `maxJobsInFlight`: the account's own cap on unfinished jobs, shared by every tenant on it (`429 too_many_jobs_in_flight` beyond it).",
   },
   'simulator.enabled': { text: 'start the built-in upstream simulator (demo and tests only).' },
   'simulator.host': { text: 'simulator address.' },
@@ -475,6 +531,26 @@ export const CONFIG_OPTION_DOCS: Readonly<Record<string, OptionDoc>> = {
   'store.ownershipTtlSeconds': {
     defaultNote: '(7 days)',
     text: 'how long a request id stays tied to the tenant that submitted it (see [ownership.md](ownership.md)).',
+  },
+  'pricing.images': {
+    type: 'list of `{ model: glob, usdPerSample }`',
+    text: 'what one image sample is expected to cost, by the first entry whose glob matches the model (`*` also matches a request without model); the service publishes no image price ([budgets](budgets.md)).',
+  },
+  'pricing.images[].model': { text: 'model glob, as in `policy.models`' },
+  'pricing.images[].usdPerSample': { text: 'USD per sample' },
+  'pricing.videoUsdPerSecond.480p': { text: 'USD per video second at 480p (also a video without size).' },
+  'pricing.videoUsdPerSecond.720p': { text: 'USD per video second at 720p.' },
+  'pricing.videoUsdPerSecond.1080p': { text: 'USD per video second at 1080p.' },
+  'jobs.leaseMs': {
+    text: "how long a replica holds a tracked job before another may take it over (a dead replica's jobs move within it).",
+  },
+  'jobs.maxAgeSeconds': { text: 'a job not ended this long after submission is given up as `expired`.' },
+  'jobs.maxPollsPerSecondPerCredential': {
+    text: "the tracker's upstream polls per second per credential, summed over every replica (they spend the account's rate limit).",
+  },
+  'jobs.firstPollMs': { text: "the tracker's first poll of a job, after its submission." },
+  'jobs.maxPollIntervalMs': {
+    text: 'the longest wait between two polls of one job (the backoff doubles up to it).',
   },
   tenants: { type: 'list', text: 'the callers (below).' },
   'tenants[].id': { text: 'unique tenant id; used in logs and metric labels' },
@@ -542,4 +618,13 @@ export const CONFIG_OPTION_DOCS: Readonly<Record<string, OptionDoc>> = {
   'tenants[].limits[].cost': { text: 'what one request costs: 1, its `samples`, or its video `duration`' },
   'tenants[].limits[].limit': { text: 'units admitted per window' },
   'tenants[].limits[].windowSeconds': { text: 'window length' },
+  'tenants[].budget.dailyUsd': {
+    default: 'no budget',
+    text: 'USD the tenant may spend per calendar day (UTC); a create reserves its expected cost, `429 budget_exceeded` when it does not fit',
+  },
+  'tenants[].budget.monthlyUsd': { default: 'no budget', text: 'the same per calendar month (UTC)' },
+  'tenants[].jobs.maxInFlight': {
+    default: 'no cap',
+    text: 'unfinished jobs at once; a create beyond it gets `429 too_many_jobs_in_flight`',
+  },
 };

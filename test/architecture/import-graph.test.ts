@@ -30,6 +30,7 @@ const FOLDER_KINDS: Record<string, 'domain' | 'glue' | 'tool' | 'declarations'> 
   routing: 'domain',
   config: 'domain',
   observability: 'domain',
+  jobs: 'domain',
   // Hooks, plugins and handlers: they may import Fastify.
   gateway: 'glue',
   admin: 'glue',

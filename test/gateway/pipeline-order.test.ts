@@ -36,7 +36,13 @@ test('a create meets every step in the documented order', () => {
     preParsing: ['continueWhenAllowed'],
     preValidation: ['validateRequestBody'],
     preHandler: ['enforcePolicy', 'admit'],
-    onSend: ['closeConnectionAfterResponse', 'addRequestIdHeader', 'markAnswerPrivate', 'settleClaim'],
+    onSend: [
+      'closeConnectionAfterResponse',
+      'addRequestIdHeader',
+      'markAnswerPrivate',
+      'settleClaim',
+      'followCreate',
+    ],
     onResponse: ['observeRequest', 'countServedRequest'],
     onError: ['countValidationFailures', 'showLimitsOnRefusal'],
   });

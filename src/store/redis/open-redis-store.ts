@@ -5,7 +5,9 @@ import { createSequentialAdmission } from '../../admission/admission.ts';
 import type { GatewayConfig } from '../../config/schema.ts';
 import type { RateLimitMetrics } from '../../ratelimit/metrics.ts';
 import type { OnReportedCostCounted } from '../../usage/meter.ts';
-import type { StoreBackend } from '../gateway-store.ts';
+import type { StoreBackend, StoreJobOptions } from '../gateway-store.ts';
+import { createUntrackedJobBook } from '../../jobs/untracked-book.ts';
+import { createRedisJobBook } from './job-book.ts';
 import type { StoreMetrics } from '../metrics.ts';
 import { createRedisAdmission } from './admission.ts';
 import { createConnectionBreaker } from './circuit-breaker.ts';
@@ -13,6 +15,7 @@ import {
   createRedisConnection,
   redisSecurityOptions,
   waitUntilConnected,
+  type RedisConnection,
   type StoreLogger,
 } from './connection.ts';
 import { createRedisOwnershipStore } from './ownership-store.ts';
@@ -25,6 +28,25 @@ import { createRedisUsageMeter } from './usage-meter.ts';
 // process (fail-open replicas serve from the fallback; fail-closed ones stay not ready).
 const STARTUP_CONNECT_WAIT_MS = 2_000;
 
+/**
+ * Budgets are kept in Redis: without AOF a Redis restart forgets what was spent (docs/budgets.md). Start-up
+ * only, and only where INFO is readable (a managed Redis may refuse it): then nothing is said.
+ */
+function warnWithoutPersistence(connection: RedisConnection, logger: StoreLogger): void {
+  if (connection instanceof Cluster) return;
+  connection.info('persistence').then(
+    (info) => {
+      if (/^aof_enabled:0\r?$/m.test(info)) {
+        logger.warn(
+          {},
+          'tenants have budgets but Redis has no AOF persistence: a Redis restart forgets spending',
+        );
+      }
+    },
+    () => undefined,
+  );
+}
+
 export async function openRedisStore(
   store: GatewayConfig['store'],
   deps: {
@@ -32,6 +54,7 @@ export async function openRedisStore(
     metrics: RateLimitMetrics;
     storeMetrics: StoreMetrics;
     onReportedCostCounted: OnReportedCostCounted;
+    jobs: StoreJobOptions;
   },
 ): Promise<StoreBackend> {
   const { metrics, storeMetrics } = deps;
@@ -48,6 +71,7 @@ export async function openRedisStore(
   await waitUntilConnected(connection, STARTUP_CONNECT_WAIT_MS).catch(() => {
     deps.logger.warn({}, 'store not reachable at start-up; serving per its failMode until it is');
   });
+  if (deps.jobs.budgets) warnWithoutPersistence(connection, deps.logger);
   const { commandTimeoutMs } = store.redis;
   const ownershipTtlMs = store.ownershipTtlSeconds * 1000;
   const breaker = createConnectionBreaker(connection, {
@@ -66,15 +90,27 @@ export async function openRedisStore(
   const limiter = createRedisRateLimiter(calls, { metrics, fallbackReplicas: store.replicas });
   const usage = createRedisUsageMeter(calls, { onReportedCostCounted: deps.onReportedCostCounted });
   const ownership = createRedisOwnershipStore(calls, { ttlMs: ownershipTtlMs });
+  // A job's reservation touches its tenant's, its credential's and the jobs' keys in one script: a
+  // Cluster does not follow jobs (the configuration check refuses budgets and caps on jobs there).
+  const jobs =
+    connection instanceof Cluster ? createUntrackedJobBook() : createRedisJobBook(calls, deps.jobs);
   // In a Cluster an id's key and a tenant's limit keys hash to different slots: no single script.
   const admission =
     connection instanceof Cluster
-      ? createSequentialAdmission(ownership, limiter)
-      : createRedisAdmission(calls, { ownership, ownershipTtlMs, limiter, metrics });
+      ? createSequentialAdmission(ownership, limiter, jobs)
+      : createRedisAdmission(calls, {
+          ownership,
+          ownershipTtlMs,
+          limiter,
+          metrics,
+          jobs,
+          answerWaitMs: deps.jobs.answerWaitMs,
+        });
   return {
     limiter,
     usage,
     ownership,
+    jobs,
     admission,
     async close() {
       breaker.stop();
