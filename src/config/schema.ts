@@ -45,6 +45,15 @@ export const DEFAULT_REDIS_KEY_PREFIX = 'gengate:';
 export const DEFAULT_STORE_COMMAND_TIMEOUT_MS = 100;
 /** How long the gateway remembers who owns a request id: long past any client's last poll of it. */
 export const DEFAULT_OWNERSHIP_TTL_SECONDS = 7 * 24 * 3600;
+// Webhooks (docs/webhooks.md): an attempt's bound, the retry schedule (at least a day by default), and
+// how long a rotated secret keeps signing beside its successor.
+export const DEFAULT_WEBHOOK_TIMEOUT_MS = 10_000;
+export const DEFAULT_WEBHOOK_FIRST_DELAY_MS = 5_000;
+export const DEFAULT_WEBHOOK_MAX_DELAY_MS = 3_600_000;
+export const DEFAULT_WEBHOOK_GIVE_UP_AFTER_SECONDS = 86_400;
+export const DEFAULT_WEBHOOK_CONCURRENCY_PER_DESTINATION = 4;
+export const DEFAULT_WEBHOOK_SECRET_OVERLAP_SECONDS = 3_600;
+export const WEBHOOK_EVENTS = ['job.completed', 'job.failed', 'job.cancelled', 'job.expired'] as const;
 const MAX_LIMIT_WINDOW_SECONDS = 86_400;
 const MAX_UPSTREAM_SAMPLES = 20;
 const MAX_UPSTREAM_STEPS = 50;
@@ -207,6 +216,45 @@ const StoreSchema = object(
   {},
 );
 
+const DestinationListSchema = Type.Array(Type.String({ minLength: 1 }), {
+  default: [],
+  description: 'host globs ("*.svc.cluster.local") and CIDRs or addresses ("10.0.0.0/8")',
+});
+
+const WebhooksSchema = object(
+  {
+    allowedDestinations: DestinationListSchema,
+    allowHttp: DestinationListSchema,
+    timeoutMs: positiveMs(DEFAULT_WEBHOOK_TIMEOUT_MS),
+    retry: object(
+      {
+        firstDelayMs: positiveMs(DEFAULT_WEBHOOK_FIRST_DELAY_MS),
+        maxDelayMs: positiveMs(DEFAULT_WEBHOOK_MAX_DELAY_MS),
+        giveUpAfterSeconds: Type.Integer({ minimum: 1, default: DEFAULT_WEBHOOK_GIVE_UP_AFTER_SECONDS }),
+      },
+      {},
+    ),
+    concurrencyPerDestination: Type.Integer({
+      minimum: 1,
+      default: DEFAULT_WEBHOOK_CONCURRENCY_PER_DESTINATION,
+      description: 'attempts at once to one host and port, per replica',
+    }),
+    secretOverlapSeconds: Type.Integer({
+      minimum: 0,
+      default: DEFAULT_WEBHOOK_SECRET_OVERLAP_SECONDS,
+      description: 'how long the secrets a secret file held before its change keep signing too',
+    }),
+  },
+  {},
+);
+
+const TenantWebhookSchema = object({
+  id: Type.String({ pattern: TENANT_ID_PATTERN, description: TENANT_ID_DESCRIPTION }),
+  url: Type.String({ pattern: '^https?://[^\\s]+$', description: 'an http or https URL' }),
+  secret: CredentialSchema,
+  events: Type.Array(oneOf(WEBHOOK_EVENTS), { minItems: 1, uniqueItems: true }),
+});
+
 const TenantKeySchema = object({
   sha256: Type.String({ pattern: '^[0-9a-f]{64}$', description: '64 lowercase hexadecimal characters' }),
   prefix: Type.String({
@@ -276,6 +324,7 @@ const TenantSchema = object({
   account: oneOf(['gateway', 'passthrough'], 'gateway'),
   policy: PolicySchema,
   limits: Type.Array(LimitSchema, { default: [] }),
+  webhooks: Type.Array(TenantWebhookSchema, { default: [] }),
 });
 
 export const ConfigSchema = object({
@@ -285,6 +334,7 @@ export const ConfigSchema = object({
   upstream: UpstreamSchema,
   simulator: SimulatorSchema,
   store: StoreSchema,
+  webhooks: WebhooksSchema,
   tenants: Type.Array(TenantSchema, { default: [] }),
 });
 
@@ -292,3 +342,5 @@ export type GatewayConfig = Static<typeof ConfigSchema>;
 export type TenantConfig = GatewayConfig['tenants'][number];
 export type TenantPolicy = TenantConfig['policy'];
 export type TenantLimit = TenantConfig['limits'][number];
+export type WebhooksConfig = GatewayConfig['webhooks'];
+export type TenantWebhook = TenantConfig['webhooks'][number];

@@ -5,7 +5,8 @@ import type { Webhook } from 'standardwebhooks';
 import type { AttemptResult, SendOptions } from './send.ts';
 import { sendAttempt } from './send.ts';
 
-export const WEBHOOK_EVENTS = ['job.completed', 'job.failed', 'job.cancelled', 'job.expired'] as const;
+import type { WEBHOOK_EVENTS } from '../config/schema.ts';
+
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
 
 /** One event for one webhook; `id` is the `webhook-id`, the same on every attempt. */

@@ -20,6 +20,8 @@ export interface SendOptions {
   resolveHost: ResolveHost;
   timeoutMs: number;
   maxResponseBytes: number;
+  /** Ends every attempt in flight at once: the gateway is shutting down. */
+  shutdown?: AbortSignal;
 }
 
 /** The machine's resolver (getaddrinfo: /etc/hosts, search domains), every address it knows. */
@@ -99,7 +101,8 @@ export async function sendAttempt(
   body: string,
   options: SendOptions,
 ): Promise<AttemptResult> {
-  const signal = AbortSignal.timeout(options.timeoutMs);
+  const timeout = AbortSignal.timeout(options.timeoutMs);
+  const signal = options.shutdown === undefined ? timeout : AbortSignal.any([timeout, options.shutdown]);
   const chosen = await Promise.race([
     chooseAddress(url, options),
     new Promise<'timeout'>((resolveTimeout) => {
