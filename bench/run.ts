@@ -241,6 +241,378 @@ function printSoak(soak: SoakResult): void {
   );
 }
 
+/** Every process the run measures, started; `started` lists them for the teardown. */
+interface BenchTargets {
+  redis: Awaited<ReturnType<typeof startRedis>>;
+  upstreamUrl: string;
+  gengate: BenchGengate;
+  otherBuild: OtherBuild | undefined;
+  otherTarget: Target | undefined;
+  targets: Target[];
+}
+
+/** Builds --against's revision, then starts Redis, the upstream, the baselines and gengate (and its twin). */
+async function startTargets(
+  options: BenchOptions,
+  workDir: string,
+  started: BenchProcess[],
+): Promise<BenchTargets> {
+  let otherBuild: OtherBuild | undefined;
+  if (options.against !== undefined) {
+    print(`building gengate at ${options.against}`);
+    otherBuild = buildGengateAt(options.against, workDir);
+    print(`gengate@${otherBuild.ref} is commit ${otherBuild.commit}`);
+  }
+  const redis = await startRedis();
+  started.push(redis.process);
+  const upstream = await startStaticUpstream();
+  started.push(upstream.process);
+  const upstreamUrl = `http://127.0.0.1:${upstream.port}`;
+  const bare = await startBareProxy(upstreamUrl);
+  started.push(bare.process);
+  const floor = await startFastifyForward(upstreamUrl);
+  started.push(floor.process);
+  const gengate = await startGengate({
+    workDir,
+    upstreamUrl,
+    redisUrl: redis.url,
+    nodeFlags: ALLOCATION_SAMPLER_FLAGS,
+  });
+  started.push(gengate.process);
+  let otherTarget: Target | undefined;
+  if (otherBuild !== undefined) {
+    // The same configuration, flags and core: the two builds differ only in their code.
+    const other = await startGengate({
+      workDir,
+      upstreamUrl,
+      redisUrl: redis.url,
+      nodeFlags: ALLOCATION_SAMPLER_FLAGS,
+      main: otherBuild.main,
+      name: 'gengate-against',
+    });
+    started.push(other.process);
+    otherTarget = gengateTarget(other, otherBuild);
+  }
+  const nginx = await startNginx(workDir, upstream.port);
+  if (nginx !== undefined) started.push(nginx.process);
+  else print('nginx not installed: its row is left out');
+
+  const targets: Target[] = [
+    { id: 'direct', label: 'direct (upstream)', url: upstreamUrl, pid: upstream.process.pid },
+    {
+      id: 'bare-proxy',
+      label: 'bare @fastify/http-proxy',
+      url: `http://127.0.0.1:${bare.port}`,
+      pid: bare.process.pid,
+    },
+    {
+      id: 'fastify-forward',
+      label: 'Fastify + undici forward',
+      url: `http://127.0.0.1:${floor.port}`,
+      pid: floor.process.pid,
+    },
+    gengateTarget(gengate),
+    ...(otherTarget === undefined ? [] : [otherTarget]),
+    ...(nginx === undefined
+      ? []
+      : [{ id: 'nginx', label: 'nginx', url: `http://127.0.0.1:${nginx.port}`, pid: nginx.process.pid }]),
+  ];
+  for (const target of targets) await assertAnswersLikeUpstream(target);
+  return { redis, upstreamUrl, gengate, otherBuild, otherTarget, targets };
+}
+
+async function warmUp(targets: readonly Target[], options: BenchOptions, bodyFile: string): Promise<void> {
+  if (options.warmupSeconds === 0) return;
+  print(`warming up each target for ${options.warmupSeconds} s`);
+  for (const target of targets) {
+    await measure(target, {
+      bodyFile,
+      connections: options.connections,
+      durationSeconds: options.warmupSeconds,
+    });
+  }
+}
+
+/** Throughput at full load, then latency at a fixed rate: every target in interleaved rounds. */
+async function measureLoad(targets: readonly Target[], options: BenchOptions, bodyFile: string) {
+  const throughput = summaries(
+    targets,
+    await interleavedRounds(
+      `throughput (${options.connections} connections, ${options.durationSeconds} s)`,
+      targets,
+      options,
+      (target) =>
+        measure(target, {
+          bodyFile,
+          connections: options.connections,
+          durationSeconds: options.durationSeconds,
+        }),
+    ),
+  );
+  const fixedRate = summaries(
+    targets,
+    await interleavedRounds(
+      `fixed rate (${options.fixedRatePerSecond} req/s, ${options.durationSeconds} s)`,
+      targets,
+      options,
+      (target) =>
+        measure(target, {
+          bodyFile,
+          connections: FIXED_RATE_CONNECTIONS,
+          durationSeconds: options.durationSeconds,
+          ratePerSecond: options.fixedRatePerSecond,
+        }),
+    ),
+  );
+  return { throughput, fixedRate };
+}
+
+/** What only gengate is measured for: the soak, allocations, store round trips, the stall budget, a profile. */
+async function measureGengate(
+  bench: BenchTargets,
+  options: BenchOptions,
+  context: { workDir: string; bodyFile: string; stamp: string },
+  started: BenchProcess[],
+) {
+  const { gengate, redis } = bench;
+  const { workDir, bodyFile } = context;
+  // Before the allocation step: the heap sampler's inspector session leaves memory of its own in the
+  // target (RSS 185 → 232 MB in a soak that followed it, `npm run bench -- --soak 300`).
+  const soak =
+    options.soakSeconds > 0
+      ? await runSoak({
+          pid: gengate.process.pid,
+          adminPort: gengate.adminPort,
+          seconds: options.soakSeconds,
+          sampleSeconds: options.soakSampleSeconds,
+          load: {
+            url: `${gengateTarget(gengate).url}${SUBMISSION_PATH}`,
+            authorization: gengate.authorization,
+            bodyFile,
+            connections: options.connections,
+          },
+        })
+      : undefined;
+  const allocation: Record<string, Allocation> = {};
+  for (const target of bench.targets.filter(
+    (each) => ALLOCATION_TARGETS.includes(each.id) || each === bench.otherTarget,
+  )) {
+    allocation[target.id] = await measureAllocation(target, {
+      bodyFile,
+      connections: options.connections,
+      durationSeconds: Math.min(options.durationSeconds, ALLOCATION_SECONDS),
+    });
+  }
+  const storeTrips: StoreTrips = await countStoreTrips({
+    redisPort: redis.port,
+    url: `${gengateTarget(gengate).url}${SUBMISSION_PATH}`,
+    authorization: gengate.authorization,
+    requests: options.smoke ? SMOKE_STORE_TRIP_REQUESTS : STORE_TRIP_REQUESTS,
+  });
+  const storeWaits: StoreWaits = await measureStoreWaits({
+    workDir,
+    upstreamUrl: bench.upstreamUrl,
+    redisPort: redis.port,
+    delayMs: STORE_WAIT_DELAY_MS,
+    requests: options.smoke ? SMOKE_STORE_WAIT_REQUESTS : STORE_WAIT_REQUESTS,
+  });
+  // In this process: judging a body is synchronous work, timed directly (bench/stall-budget.ts).
+  const stallBudget = measureStallBudget(
+    options.smoke
+      ? { bytes: SMOKE_STALL_BODY_BYTES, rounds: SMOKE_STALL_ROUNDS }
+      : { bytes: DEFAULT_STALL_BODY_BYTES, rounds: DEFAULT_STALL_ROUNDS },
+  );
+  const profile = options.profile
+    ? await profileGengate(
+        options,
+        { workDir, upstreamUrl: bench.upstreamUrl, redisUrl: redis.url, bodyFile, stamp: context.stamp },
+        started,
+      )
+    : undefined;
+  return { soak, allocation, storeTrips, storeWaits, stallBudget, profile };
+}
+
+type LoadResults = Awaited<ReturnType<typeof measureLoad>>;
+type GengateResults = Awaited<ReturnType<typeof measureGengate>>;
+
+const rowOf = (rows: readonly TargetSummary[], id: string) => rows.find((summary) => summary.id === id);
+
+/** gengate against the baselines: throughput and CPU ratios, and the p99 each proxy adds at a fixed rate. */
+function ratiosAgainstBaselines({ throughput, fixedRate }: LoadResults) {
+  const directP99 = rowOf(fixedRate, 'direct')?.p99Ms ?? Number.NaN;
+  const gengateThroughput = rowOf(throughput, 'gengate')!;
+  const bareThroughput = rowOf(throughput, 'bare-proxy');
+  const gengateOverBarePerRound = ratiosPerRound(
+    gengateThroughput,
+    bareThroughput,
+    (round) => round.requestsPerSecond,
+  );
+  return {
+    gengateOverBarePerRound,
+    gengateOverBarePerRoundMedian: median(gengateOverBarePerRound),
+    gengateOverBareRequestsPerSecond:
+      gengateThroughput.requestsPerSecond / (bareThroughput?.requestsPerSecond ?? Number.NaN),
+    gengateOverFloorRequestsPerSecond:
+      gengateThroughput.requestsPerSecond /
+      (rowOf(throughput, 'fastify-forward')?.requestsPerSecond ?? Number.NaN),
+    // Above 1 when gengate spends more CPU on a request than the bare proxy; on a shared VM steadier
+    // than the throughput ratio, which it should mirror while both saturate their core.
+    gengateOverBareCpuPerRequest:
+      gengateThroughput.cpuMicrosecondsPerRequest / (bareThroughput?.cpuMicrosecondsPerRequest ?? Number.NaN),
+    gengateOverNginxRequestsPerSecond:
+      gengateThroughput.requestsPerSecond / (rowOf(throughput, 'nginx')?.requestsPerSecond ?? Number.NaN),
+    addedP99MsAtFixedRate: Object.fromEntries(
+      fixedRate
+        .filter((summary) => summary.id !== 'direct')
+        .map((summary) => [summary.id, summary.p99Ms - directP99]),
+    ),
+  };
+}
+
+/** With --against: this build against the other, round by round. */
+function comparisonWithOtherBuild(bench: BenchTargets, load: LoadResults, measured: GengateResults) {
+  const { otherBuild, otherTarget } = bench;
+  if (otherBuild === undefined || otherTarget === undefined) return undefined;
+  return compareBuilds(
+    { against: otherBuild.ref, commit: otherBuild.commit },
+    {
+      throughput: rowOf(load.throughput, 'gengate')!,
+      fixedRate: rowOf(load.fixedRate, 'gengate')!,
+      allocation: measured.allocation.gengate,
+    },
+    {
+      throughput: rowOf(load.throughput, otherTarget.id)!,
+      fixedRate: rowOf(load.fixedRate, otherTarget.id)!,
+      allocation: measured.allocation[otherTarget.id],
+    },
+    rowOf(load.fixedRate, 'direct'),
+  );
+}
+
+interface BenchResults {
+  options: BenchOptions;
+  targets: readonly Target[];
+  load: LoadResults;
+  measured: GengateResults;
+  ratios: ReturnType<typeof ratiosAgainstBaselines>;
+  comparison: ReturnType<typeof comparisonWithOtherBuild>;
+  checks: ReturnType<typeof checkTargets>;
+  logLineBytes: number;
+}
+
+function printResults(results: BenchResults): void {
+  const { options, targets, load, measured, ratios, comparison } = results;
+  const { storeTrips, storeWaits, allocation, stallBudget, soak, profile } = measured;
+  const gengateThroughput = rowOf(load.throughput, 'gengate')!;
+  const bareThroughput = rowOf(load.throughput, 'bare-proxy');
+  print(
+    `\nthroughput: medians of ${options.rounds} rounds of ${options.durationSeconds} s, ${options.connections} connections`,
+  );
+  print(throughputTable(load.throughput));
+  print(
+    `\nfixed rate ${options.fixedRatePerSecond} req/s: medians of ${options.rounds} rounds, ${FIXED_RATE_CONNECTIONS} connections`,
+  );
+  print(fixedRateTable(load.fixedRate, rowOf(load.fixedRate, 'direct')?.p99Ms ?? Number.NaN));
+  print(
+    `\ngengate / bare-proxy req/s: ${fixed(ratios.gengateOverBareRequestsPerSecond, 2)}; ` +
+      `gengate / Fastify + undici forward req/s: ${fixed(ratios.gengateOverFloorRequestsPerSecond, 2)}; ` +
+      `gengate / nginx req/s: ${fixed(ratios.gengateOverNginxRequestsPerSecond, 2)}`,
+  );
+  print(
+    `gengate / bare-proxy req/s round by round: ` +
+      `${ratios.gengateOverBarePerRound.map((ratio) => fixed(ratio, 2)).join(', ')} ` +
+      `(median ${fixed(ratios.gengateOverBarePerRoundMedian, 2)})`,
+  );
+  print(
+    `CPU per request, gengate / bare-proxy: ${fixed(ratios.gengateOverBareCpuPerRequest, 2)} ` +
+      `(${fixed(gengateThroughput.cpuMicrosecondsPerRequest, 1)} µs against ` +
+      `${fixed(bareThroughput?.cpuMicrosecondsPerRequest ?? Number.NaN, 1)} µs)`,
+  );
+  print(
+    `Redis commands per gengate create: ${fixed(storeTrips.roundTripsPerRequest, 2)} over ` +
+      `${storeTrips.requests} requests; sent ${JSON.stringify(storeTrips.roundTrips)}, ` +
+      `run inside scripts ${JSON.stringify(storeTrips.inScripts)}`,
+  );
+  print(
+    `Store round trips a create waits for: ${fixed(storeWaits.waitedRoundTripsPerRequest, 2)} ` +
+      `(median of ${storeWaits.requests} sequential creates ${fixed(storeWaits.medianMs.undelayed, 2)} ms, ` +
+      `${fixed(storeWaits.medianMs.delayed, 2)} ms with ${storeWaits.delayMs} ms added each way to Redis)`,
+  );
+  print(
+    `allocated per request (V8 sampling heap profiler): ` +
+      targets
+        .filter((target) => allocation[target.id] !== undefined)
+        .map(
+          (target) => `${target.label} ${fixed(allocation[target.id]!.bytesPerRequest / BYTES_PER_KB, 1)} KB`,
+        )
+        .join(', '),
+  );
+  print(`gengate log: ${fixed(results.logLineBytes, 0)} bytes per line on average`);
+  if (comparison !== undefined) {
+    print(
+      `\nthis build / gengate@${comparison.against} (${comparison.commit}), round by round: ` +
+        'CPU, added p99 and RSS below 1 and req/s above 1 favour this build',
+    );
+    print(buildComparisonTable(comparison));
+    print(
+      `bytes allocated per request, this build / the other: ${fixed(comparison.allocatedPerRequest, 3)} ` +
+        '(one measurement each, in the allocation step)',
+    );
+  }
+  print(
+    `\nstall budget: judging one body of ${stallBudget.bytes} bytes, medians of ${stallBudget.rounds} rounds`,
+  );
+  print(stallBudgetTable(stallBudget));
+  print(stallBudgetSummary(stallBudget));
+  if (soak !== undefined) printSoak(soak);
+  if (profile !== undefined) printProfile(profile);
+  print('\ntargets (issue 7):');
+  print(
+    formatTable(
+      ['target', 'measured', 'met'],
+      results.checks.map((check) => [check.target, check.measured, check.met ? 'yes' : 'NO']),
+    ),
+  );
+}
+
+function writeResults(file: string, stamp: string, results: BenchResults): void {
+  const { options, load, measured, ratios, comparison } = results;
+  const { soak, profile, allocation, storeTrips, storeWaits, stallBudget } = measured;
+  writeFileSync(
+    file,
+    `${JSON.stringify(
+      {
+        startedAt: stamp,
+        node: process.version,
+        cpu: cpus()[0]?.model,
+        cores: availableParallelism(),
+        pinning: pinningNote(),
+        loadAverageAtEnd: loadavg(),
+        options,
+        requestBodyBytes: SUBMISSION_BODY.length,
+        throughput: load.throughput,
+        fixedRate: {
+          ratePerSecond: options.fixedRatePerSecond,
+          connections: FIXED_RATE_CONNECTIONS,
+          targets: load.fixedRate,
+        },
+        ratios,
+        ...(comparison === undefined ? {} : { against: comparison }),
+        allocation,
+        storeTrips,
+        storeWaits,
+        logLineBytes: results.logLineBytes,
+        stallBudget,
+        checks: results.checks,
+        ...(soak === undefined ? {} : { soak }),
+        ...(profile === undefined ? {} : { profile }),
+      },
+      null,
+      2,
+    )}\n`,
+  );
+}
+
 async function main(): Promise<void> {
   const options = parseBenchOptions(process.argv.slice(2));
   wrkPath();
@@ -255,316 +627,29 @@ async function main(): Promise<void> {
       `gengate benchmark: ${pinningNote()}; ${availableParallelism()} cores (${cpus()[0]?.model ?? '?'})`,
     );
     print(`Node ${process.version}; load average ${loadAverage()}; body ${SUBMISSION_BODY.length} bytes`);
-    let otherBuild: OtherBuild | undefined;
-    if (options.against !== undefined) {
-      print(`building gengate at ${options.against}`);
-      otherBuild = buildGengateAt(options.against, workDir);
-      print(`gengate@${otherBuild.ref} is commit ${otherBuild.commit}`);
-    }
-    const redis = await startRedis();
-    started.push(redis.process);
-    const upstream = await startStaticUpstream();
-    started.push(upstream.process);
-    const upstreamUrl = `http://127.0.0.1:${upstream.port}`;
-    const bare = await startBareProxy(upstreamUrl);
-    started.push(bare.process);
-    const floor = await startFastifyForward(upstreamUrl);
-    started.push(floor.process);
-    const gengate = await startGengate({
-      workDir,
-      upstreamUrl,
-      redisUrl: redis.url,
-      nodeFlags: ALLOCATION_SAMPLER_FLAGS,
-    });
-    started.push(gengate.process);
-    let otherTarget: Target | undefined;
-    if (otherBuild !== undefined) {
-      // The same configuration, flags and core: the two builds differ only in their code.
-      const other = await startGengate({
-        workDir,
-        upstreamUrl,
-        redisUrl: redis.url,
-        nodeFlags: ALLOCATION_SAMPLER_FLAGS,
-        main: otherBuild.main,
-        name: 'gengate-against',
-      });
-      started.push(other.process);
-      otherTarget = gengateTarget(other, otherBuild);
-    }
-    const nginx = await startNginx(workDir, upstream.port);
-    if (nginx !== undefined) started.push(nginx.process);
-
-    const targets: Target[] = [
-      { id: 'direct', label: 'direct (upstream)', url: upstreamUrl, pid: upstream.process.pid },
-      {
-        id: 'bare-proxy',
-        label: 'bare @fastify/http-proxy',
-        url: `http://127.0.0.1:${bare.port}`,
-        pid: bare.process.pid,
-      },
-      {
-        id: 'fastify-forward',
-        label: 'Fastify + undici forward',
-        url: `http://127.0.0.1:${floor.port}`,
-        pid: floor.process.pid,
-      },
-      gengateTarget(gengate),
-      ...(otherTarget === undefined ? [] : [otherTarget]),
-      ...(nginx === undefined
-        ? []
-        : [{ id: 'nginx', label: 'nginx', url: `http://127.0.0.1:${nginx.port}`, pid: nginx.process.pid }]),
-    ];
-    if (nginx === undefined) print('nginx not installed: its row is left out');
-    for (const target of targets) await assertAnswersLikeUpstream(target);
-
-    if (options.warmupSeconds > 0) {
-      print(`warming up each target for ${options.warmupSeconds} s`);
-      for (const target of targets) {
-        await measure(target, {
-          bodyFile,
-          connections: options.connections,
-          durationSeconds: options.warmupSeconds,
-        });
-      }
-    }
-    const throughput = summaries(
-      targets,
-      await interleavedRounds(
-        `throughput (${options.connections} connections, ${options.durationSeconds} s)`,
-        targets,
-        options,
-        (target) =>
-          measure(target, {
-            bodyFile,
-            connections: options.connections,
-            durationSeconds: options.durationSeconds,
-          }),
-      ),
-    );
-    const fixedRate = summaries(
-      targets,
-      await interleavedRounds(
-        `fixed rate (${options.fixedRatePerSecond} req/s, ${options.durationSeconds} s)`,
-        targets,
-        options,
-        (target) =>
-          measure(target, {
-            bodyFile,
-            connections: FIXED_RATE_CONNECTIONS,
-            durationSeconds: options.durationSeconds,
-            ratePerSecond: options.fixedRatePerSecond,
-          }),
-      ),
-    );
-    // Before the allocation step: the heap sampler's inspector session leaves memory of its own in the
-    // target (RSS 185 → 232 MB in the soak that followed it in run 2026-11-23T06-46-38).
-    const soak =
-      options.soakSeconds > 0
-        ? await runSoak({
-            pid: gengate.process.pid,
-            adminPort: gengate.adminPort,
-            seconds: options.soakSeconds,
-            sampleSeconds: options.soakSampleSeconds,
-            load: {
-              url: `${gengateTarget(gengate).url}${SUBMISSION_PATH}`,
-              authorization: gengate.authorization,
-              bodyFile,
-              connections: options.connections,
-            },
-          })
-        : undefined;
-    const allocation: Record<string, Allocation> = {};
-    for (const target of targets.filter(
-      (each) => ALLOCATION_TARGETS.includes(each.id) || each === otherTarget,
-    )) {
-      allocation[target.id] = await measureAllocation(target, {
-        bodyFile,
-        connections: options.connections,
-        durationSeconds: Math.min(options.durationSeconds, ALLOCATION_SECONDS),
-      });
-    }
-    const storeTrips: StoreTrips = await countStoreTrips({
-      redisPort: redis.port,
-      url: `${gengateTarget(gengate).url}${SUBMISSION_PATH}`,
-      authorization: gengate.authorization,
-      requests: options.smoke ? SMOKE_STORE_TRIP_REQUESTS : STORE_TRIP_REQUESTS,
-    });
-    const storeWaits: StoreWaits = await measureStoreWaits({
-      workDir,
-      upstreamUrl,
-      redisPort: redis.port,
-      delayMs: STORE_WAIT_DELAY_MS,
-      requests: options.smoke ? SMOKE_STORE_WAIT_REQUESTS : STORE_WAIT_REQUESTS,
-    });
-    // In this process: judging a body is synchronous work, timed directly (bench/stall-budget.ts).
-    const stallBudget = measureStallBudget(
-      options.smoke
-        ? { bytes: SMOKE_STALL_BODY_BYTES, rounds: SMOKE_STALL_ROUNDS }
-        : { bytes: DEFAULT_STALL_BODY_BYTES, rounds: DEFAULT_STALL_ROUNDS },
-    );
-    const profile = options.profile
-      ? await profileGengate(options, { workDir, upstreamUrl, redisUrl: redis.url, bodyFile, stamp }, started)
-      : undefined;
-
-    const row = (rows: TargetSummary[], id: string) => rows.find((summary) => summary.id === id);
-    const directP99 = row(fixedRate, 'direct')?.p99Ms ?? Number.NaN;
-    const gengateThroughput = row(throughput, 'gengate')!;
-    const bareThroughput = row(throughput, 'bare-proxy');
-    const gengateOverBarePerRound = ratiosPerRound(
-      gengateThroughput,
-      bareThroughput,
-      (round) => round.requestsPerSecond,
-    );
-    const ratios = {
-      gengateOverBarePerRound,
-      gengateOverBarePerRoundMedian: median(gengateOverBarePerRound),
-      gengateOverBareRequestsPerSecond:
-        gengateThroughput.requestsPerSecond / (bareThroughput?.requestsPerSecond ?? Number.NaN),
-      gengateOverFloorRequestsPerSecond:
-        gengateThroughput.requestsPerSecond /
-        (row(throughput, 'fastify-forward')?.requestsPerSecond ?? Number.NaN),
-      // Above 1 when gengate spends more CPU on a request than the bare proxy; on a shared VM steadier
-      // than the throughput ratio, which it should mirror while both saturate their core.
-      gengateOverBareCpuPerRequest:
-        gengateThroughput.cpuMicrosecondsPerRequest /
-        (bareThroughput?.cpuMicrosecondsPerRequest ?? Number.NaN),
-      gengateOverNginxRequestsPerSecond:
-        gengateThroughput.requestsPerSecond / (row(throughput, 'nginx')?.requestsPerSecond ?? Number.NaN),
-      addedP99MsAtFixedRate: Object.fromEntries(
-        fixedRate
-          .filter((summary) => summary.id !== 'direct')
-          .map((summary) => [summary.id, summary.p99Ms - directP99]),
-      ),
+    const bench = await startTargets(options, workDir, started);
+    await warmUp(bench.targets, options, bodyFile);
+    const load = await measureLoad(bench.targets, options, bodyFile);
+    const measured = await measureGengate(bench, options, { workDir, bodyFile, stamp }, started);
+    const ratios = ratiosAgainstBaselines(load);
+    const results: BenchResults = {
+      options,
+      targets: bench.targets,
+      load,
+      measured,
+      ratios,
+      comparison: comparisonWithOtherBuild(bench, load, measured),
+      checks: checkTargets({
+        gengateOverBare: ratios.gengateOverBareRequestsPerSecond,
+        gengateAddedP99Ms: ratios.addedP99MsAtFixedRate.gengate ?? Number.NaN,
+        gengatePeakRssMb: rowOf(load.throughput, 'gengate')!.peakRssMb,
+        storeRoundTripsWaitedPerRequest: measured.storeWaits.waitedRoundTripsPerRequest,
+      }),
+      logLineBytes: averageLogLineBytes(bench.gengate.logFile),
     };
-    const comparison =
-      otherBuild === undefined || otherTarget === undefined
-        ? undefined
-        : compareBuilds(
-            { against: otherBuild.ref, commit: otherBuild.commit },
-            {
-              throughput: gengateThroughput,
-              fixedRate: row(fixedRate, 'gengate')!,
-              allocation: allocation.gengate,
-            },
-            {
-              throughput: row(throughput, otherTarget.id)!,
-              fixedRate: row(fixedRate, otherTarget.id)!,
-              allocation: allocation[otherTarget.id],
-            },
-            row(fixedRate, 'direct'),
-          );
-    const checks = checkTargets({
-      gengateOverBare: ratios.gengateOverBareRequestsPerSecond,
-      gengateAddedP99Ms: ratios.addedP99MsAtFixedRate.gengate ?? Number.NaN,
-      gengatePeakRssMb: gengateThroughput.peakRssMb,
-      storeRoundTripsWaitedPerRequest: storeWaits.waitedRoundTripsPerRequest,
-    });
-    const logLineBytes = averageLogLineBytes(gengate.logFile);
-
-    print(
-      `\nthroughput: medians of ${options.rounds} rounds of ${options.durationSeconds} s, ${options.connections} connections`,
-    );
-    print(throughputTable(throughput));
-    print(
-      `\nfixed rate ${options.fixedRatePerSecond} req/s: medians of ${options.rounds} rounds, ${FIXED_RATE_CONNECTIONS} connections`,
-    );
-    print(fixedRateTable(fixedRate, directP99));
-    print(
-      `\ngengate / bare-proxy req/s: ${fixed(ratios.gengateOverBareRequestsPerSecond, 2)}; ` +
-        `gengate / Fastify + undici forward req/s: ${fixed(ratios.gengateOverFloorRequestsPerSecond, 2)}; ` +
-        `gengate / nginx req/s: ${fixed(ratios.gengateOverNginxRequestsPerSecond, 2)}`,
-    );
-    print(
-      `gengate / bare-proxy req/s round by round: ` +
-        `${gengateOverBarePerRound.map((ratio) => fixed(ratio, 2)).join(', ')} ` +
-        `(median ${fixed(ratios.gengateOverBarePerRoundMedian, 2)})`,
-    );
-    print(
-      `CPU per request, gengate / bare-proxy: ${fixed(ratios.gengateOverBareCpuPerRequest, 2)} ` +
-        `(${fixed(gengateThroughput.cpuMicrosecondsPerRequest, 1)} µs against ` +
-        `${fixed(bareThroughput?.cpuMicrosecondsPerRequest ?? Number.NaN, 1)} µs)`,
-    );
-    print(
-      `Redis commands per gengate create: ${fixed(storeTrips.roundTripsPerRequest, 2)} over ` +
-        `${storeTrips.requests} requests; sent ${JSON.stringify(storeTrips.roundTrips)}, ` +
-        `run inside scripts ${JSON.stringify(storeTrips.inScripts)}`,
-    );
-    print(
-      `Store round trips a create waits for: ${fixed(storeWaits.waitedRoundTripsPerRequest, 2)} ` +
-        `(median of ${storeWaits.requests} sequential creates ${fixed(storeWaits.medianMs.undelayed, 2)} ms, ` +
-        `${fixed(storeWaits.medianMs.delayed, 2)} ms with ${storeWaits.delayMs} ms added each way to Redis)`,
-    );
-    print(
-      `allocated per request (V8 sampling heap profiler): ` +
-        targets
-          .filter((target) => allocation[target.id] !== undefined)
-          .map(
-            (target) =>
-              `${target.label} ${fixed(allocation[target.id]!.bytesPerRequest / BYTES_PER_KB, 1)} KB`,
-          )
-          .join(', '),
-    );
-    print(`gengate log: ${fixed(logLineBytes, 0)} bytes per line on average`);
-    if (comparison !== undefined) {
-      print(
-        `\nthis build / gengate@${comparison.against} (${comparison.commit}), round by round: ` +
-          'CPU, added p99 and RSS below 1 and req/s above 1 favour this build',
-      );
-      print(buildComparisonTable(comparison));
-      print(
-        `bytes allocated per request, this build / the other: ${fixed(comparison.allocatedPerRequest, 3)} ` +
-          '(one measurement each, in the allocation step)',
-      );
-    }
-    print(
-      `\nstall budget: judging one body of ${stallBudget.bytes} bytes, medians of ${stallBudget.rounds} rounds`,
-    );
-    print(stallBudgetTable(stallBudget));
-    print(stallBudgetSummary(stallBudget));
-    if (soak !== undefined) printSoak(soak);
-    if (profile !== undefined) printProfile(profile);
-    print('\ntargets (issue 7):');
-    print(
-      formatTable(
-        ['target', 'measured', 'met'],
-        checks.map((check) => [check.target, check.measured, check.met ? 'yes' : 'NO']),
-      ),
-    );
-
+    printResults(results);
     const resultFile = join(RESULTS_DIR, `${stamp}.json`);
-    writeFileSync(
-      resultFile,
-      `${JSON.stringify(
-        {
-          startedAt: stamp,
-          node: process.version,
-          cpu: cpus()[0]?.model,
-          cores: availableParallelism(),
-          pinning: pinningNote(),
-          loadAverageAtEnd: loadavg(),
-          options,
-          requestBodyBytes: SUBMISSION_BODY.length,
-          throughput,
-          fixedRate: {
-            ratePerSecond: options.fixedRatePerSecond,
-            connections: FIXED_RATE_CONNECTIONS,
-            targets: fixedRate,
-          },
-          ratios,
-          ...(comparison === undefined ? {} : { against: comparison }),
-          allocation,
-          storeTrips,
-          storeWaits,
-          logLineBytes,
-          stallBudget,
-          checks,
-          ...(soak === undefined ? {} : { soak }),
-          ...(profile === undefined ? {} : { profile }),
-        },
-        null,
-        2,
-      )}\n`,
-    );
+    writeResults(resultFile, stamp, results);
     print(`\nresults written to ${resultFile}`);
   } finally {
     await Promise.all(started.map((child) => child.stop()));

@@ -15,7 +15,7 @@ import type { TenantPolicy } from '../src/config/schema.ts';
 import { toGatewayError } from '../src/errors/error-handler.ts';
 import { gatewayError } from '../src/errors/registry.ts';
 import { errorEnvelope } from '../src/maxai/envelope.ts';
-import { toErrorDetails } from '../src/maxai/validator.ts';
+import { toErrorDetails } from '../src/validation/request-validator.ts';
 import { applyPolicy } from '../src/policy/apply-policy.ts';
 import { parseJsonBody, rewriteTopLevelMembers } from '../src/validation/json-body.ts';
 import { routeSchemaFor } from '../src/validation/request-schemas.ts';

@@ -1,4 +1,4 @@
-// The admin server (contract section 10): metrics and probes on their own port, never on the
+// The admin server (docs/operations.md): metrics and probes on their own port, never on the
 // gateway's, so scraping and probing do not mix with tenant traffic or its limits.
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { createClientErrorHandler } from '../errors/client-error.ts';

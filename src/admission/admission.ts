@@ -1,6 +1,6 @@
-// One decision per request before it goes upstream (contract sections 7 and 8): its request id (claimed by
-// a create, owned by whoever reads or cancels it) and its charge against the tenant's limits, both or
-// neither. A refused charge leaves the id unclaimed; an id that is not the caller's charges nothing.
+// One decision per request before it goes upstream (docs/ownership.md, docs/rate-limits.md): its request id
+// (claimed by a create, owned by whoever reads or cancels it) and its charge against the tenant's limits,
+// both or neither. A refused charge leaves the id unclaimed; an id that is not the caller's charges nothing.
 import type { OwnershipStore, TakenOutcome } from '../ownership/store.ts';
 import type { LimitRequest, RateDecision, RateLimiter } from '../ratelimit/types.ts';
 

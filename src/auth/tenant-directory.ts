@@ -15,7 +15,8 @@ interface KeyEntry {
   expiresAtMs: number;
 }
 
-// `ggk_` and at least 32 base62 characters (contract section 4); anything else cannot be a key.
+// `ggk_` and at least 32 base62 characters (docs/configuration.md, "Tenant keys"); anything else cannot be a
+// key.
 const TENANT_KEY_PATTERN = /^ggk_[A-Za-z0-9]{32,256}$/;
 const BEARER_PATTERN = /^Bearer +(\S+)$/i;
 const WWW_AUTHENTICATE = { 'www-authenticate': 'Bearer' };

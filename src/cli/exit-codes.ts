@@ -1,4 +1,4 @@
-// Exit codes of the gengate process and commands (contract section 1: 2 means invalid input or
+// Exit codes of the gengate process and commands (README.md: 2 means invalid input or
 // configuration).
 export const EXIT_OK = 0;
 export const EXIT_INVALID = 2;

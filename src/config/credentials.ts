@@ -10,8 +10,8 @@ import { ConfigError, formatPath, type ConfigProblem } from './problems.ts';
 import type { GatewayConfig } from './schema.ts';
 import type { NamedCredential } from './well-formed-parts.ts';
 
-export const DEFAULT_CREDENTIAL_DEBOUNCE_MS = 200;
-export const DEFAULT_CREDENTIAL_POLL_INTERVAL_MS = 5_000;
+const DEFAULT_CREDENTIAL_DEBOUNCE_MS = 200;
+const DEFAULT_CREDENTIAL_POLL_INTERVAL_MS = 5_000;
 
 type CredentialsConfig = GatewayConfig['upstream']['credentials'];
 

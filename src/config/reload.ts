@@ -8,8 +8,8 @@ import { ConfigError } from './problems.ts';
 import type { GatewayConfig } from './schema.ts';
 import { watchFileChanges } from './watch-file.ts';
 
-export const DEFAULT_CONFIG_RELOAD_DEBOUNCE_MS = 200;
-export const DEFAULT_CONFIG_POLL_INTERVAL_MS = 5_000;
+const DEFAULT_CONFIG_RELOAD_DEBOUNCE_MS = 200;
+const DEFAULT_CONFIG_POLL_INTERVAL_MS = 5_000;
 const RELOAD_SIGNAL = 'SIGHUP';
 
 /** Where SIGHUP comes from: `process` in production, any emitter in tests. */

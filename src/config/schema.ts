@@ -11,15 +11,15 @@ export const TENANT_KEY_PREFIX = 'ggk_';
 export const TENANT_ID_DESCRIPTION =
   '1 to 63 lowercase letters, digits or "-", starting with a letter or digit';
 
-export const DEFAULT_SERVER_PORT = 8080;
-export const DEFAULT_ADMIN_PORT = 9090;
-export const DEFAULT_SIMULATOR_PORT = 8090;
-export const DEFAULT_BODY_LIMIT_BYTES = 10_485_760;
-export const DEFAULT_REQUEST_TIMEOUT_MS = 120_000;
+const DEFAULT_SERVER_PORT = 8080;
+const DEFAULT_ADMIN_PORT = 9090;
+const DEFAULT_SIMULATOR_PORT = 8090;
+const DEFAULT_BODY_LIMIT_BYTES = 10_485_760;
+const DEFAULT_REQUEST_TIMEOUT_MS = 120_000;
 /** Failed authentications one client address may make per window before it is refused outright. */
-export const DEFAULT_AUTH_FAILURE_LIMIT = 20;
-export const DEFAULT_AUTH_FAILURE_WINDOW_SECONDS = 60;
-export const DEFAULT_UPSTREAM_BASE_URL = 'https://api.maxai.lol';
+const DEFAULT_AUTH_FAILURE_LIMIT = 20;
+const DEFAULT_AUTH_FAILURE_WINDOW_SECONDS = 60;
+const DEFAULT_UPSTREAM_BASE_URL = 'https://api.maxai.lol';
 export const DEFAULT_UPSTREAM_TIMEOUT_MS = 60_000;
 // Concurrency towards the upstream: exchanges at once (one per connection), and how long a request may
 // wait for one before it is answered 503 overloaded.
@@ -29,30 +29,30 @@ export const DEFAULT_UPSTREAM_QUEUE_TIMEOUT_MS = 500;
 export const DEFAULT_UPSTREAM_MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
 // Longer than the idle timeout of common balancers (nginx and cloud load balancers: 60 s), so that the
 // balancer, not the gateway, closes an idle kept-alive connection: it then never sends on a closed one.
-export const DEFAULT_KEEP_ALIVE_TIMEOUT_MS = 72_000;
+const DEFAULT_KEEP_ALIVE_TIMEOUT_MS = 72_000;
 // A connection ends (cleanly, with Connection: close) after this many requests, so that the traffic of
 // long-lived balancer connections spreads over replicas added since.
-export const DEFAULT_MAX_REQUESTS_PER_SOCKET = 1_000;
-// Load shedding (contract section 9): past either threshold new requests get 503 overloaded.
-export const DEFAULT_OVERLOAD_MAX_EVENT_LOOP_DELAY_MS = 200;
-export const DEFAULT_OVERLOAD_MAX_HEAP_USED_RATIO = 0.9;
+const DEFAULT_MAX_REQUESTS_PER_SOCKET = 1_000;
+// Load shedding (docs/reliability.md, "Overload"): past either threshold new requests get 503 overloaded.
+const DEFAULT_OVERLOAD_MAX_EVENT_LOOP_DELAY_MS = 200;
+const DEFAULT_OVERLOAD_MAX_HEAP_USED_RATIO = 0.9;
 export const DEFAULT_OVERLOAD_RETRY_AFTER_SECONDS = 1;
-export const DEFAULT_SIMULATOR_QUEUED_MS = 1_500;
-export const DEFAULT_SIMULATOR_PROCESSING_MS = 2_500;
-export const DEFAULT_SIMULATOR_REQUESTS_PER_MINUTE = 600;
+const DEFAULT_SIMULATOR_QUEUED_MS = 1_500;
+const DEFAULT_SIMULATOR_PROCESSING_MS = 2_500;
+const DEFAULT_SIMULATOR_REQUESTS_PER_MINUTE = 600;
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379/0';
-export const DEFAULT_REDIS_KEY_PREFIX = 'gengate:';
-export const DEFAULT_STORE_COMMAND_TIMEOUT_MS = 100;
+const DEFAULT_REDIS_KEY_PREFIX = 'gengate:';
+const DEFAULT_STORE_COMMAND_TIMEOUT_MS = 100;
 /** How long the gateway remembers who owns a request id: long past any client's last poll of it. */
-export const DEFAULT_OWNERSHIP_TTL_SECONDS = 7 * 24 * 3600;
+const DEFAULT_OWNERSHIP_TTL_SECONDS = 7 * 24 * 3600;
 // Webhooks (docs/webhooks.md): an attempt's bound, the retry schedule (at least a day by default), and
 // how long a rotated secret keeps signing beside its successor.
-export const DEFAULT_WEBHOOK_TIMEOUT_MS = 10_000;
-export const DEFAULT_WEBHOOK_FIRST_DELAY_MS = 5_000;
-export const DEFAULT_WEBHOOK_MAX_DELAY_MS = 3_600_000;
-export const DEFAULT_WEBHOOK_GIVE_UP_AFTER_SECONDS = 86_400;
-export const DEFAULT_WEBHOOK_CONCURRENCY_PER_DESTINATION = 4;
-export const DEFAULT_WEBHOOK_SECRET_OVERLAP_SECONDS = 3_600;
+const DEFAULT_WEBHOOK_TIMEOUT_MS = 10_000;
+const DEFAULT_WEBHOOK_FIRST_DELAY_MS = 5_000;
+const DEFAULT_WEBHOOK_MAX_DELAY_MS = 3_600_000;
+const DEFAULT_WEBHOOK_GIVE_UP_AFTER_SECONDS = 86_400;
+const DEFAULT_WEBHOOK_CONCURRENCY_PER_DESTINATION = 4;
+const DEFAULT_WEBHOOK_SECRET_OVERLAP_SECONDS = 3_600;
 export const WEBHOOK_EVENTS = ['job.completed', 'job.failed', 'job.cancelled', 'job.expired'] as const;
 const MAX_LIMIT_WINDOW_SECONDS = 86_400;
 const MAX_UPSTREAM_SAMPLES = 20;
@@ -342,5 +342,198 @@ export type GatewayConfig = Static<typeof ConfigSchema>;
 export type TenantConfig = GatewayConfig['tenants'][number];
 export type TenantPolicy = TenantConfig['policy'];
 export type TenantLimit = TenantConfig['limits'][number];
-export type WebhooksConfig = GatewayConfig['webhooks'];
-export type TenantWebhook = TenantConfig['webhooks'][number];
+
+/** What docs/configuration.md says of an option; its type, range and default come from the schema. */
+export interface OptionDoc {
+  text: string;
+  /** The type in words, where the schema's needs them. */
+  type?: string;
+  /** The default in words, where the schema has none to show (an optional rule). */
+  default?: string;
+  /** Said after the default (its meaning in other units). */
+  defaultNote?: string;
+}
+
+/** Every option's description, in the order of the reference (scripts/config-reference.ts). */
+export const CONFIG_OPTION_DOCS: Readonly<Record<string, OptionDoc>> = {
+  'server.host': { text: 'address the gateway listens on.' },
+  'server.port': { text: 'gateway port.' },
+  'server.bodyLimitBytes': { text: 'largest POST body; beyond it `413 payload_too_large`.' },
+  'server.trustProxy': {
+    type: '`false`, `true`, an address or CIDR (or several, comma-separated), or a list of them',
+    text: 'which peers may set `X-Forwarded-*`. A hop count is not offered: Fastify 5.12.1 and later ignore it, since it cannot tell a proxy from a client that forges hops.',
+  },
+  'server.requestTimeoutMs': {
+    text: 'time to receive one request, head and body; past it `408 request_timeout` and the connection closed ([HTTP edge](#the-http-edge-timeouts-and-limits)).',
+  },
+  'server.keepAliveTimeoutMs': {
+    text: 'how long an idle kept-alive client connection stays open; keep it above the idle timeout of the balancer in front (nginx and cloud balancers: 60 s) so the balancer closes idle connections first and never sends on one the gateway is closing.',
+  },
+  'server.maxRequestsPerSocket': {
+    text: 'requests served on one connection before its answer carries `Connection: close` (0: no limit), so long-lived balancer connections spread over replicas added since.',
+  },
+  'server.overload.maxEventLoopDelayMs': {
+    text: 'mean event-loop delay (sampled every 250 ms) past which new requests get `503 overloaded` with `Retry-After`, and `/readyz` answers 503 ([reliability](reliability.md)); a 250 ms interval in which the loop never turned counts as past it. 0 turns the check off.',
+  },
+  'server.overload.maxHeapUsedRatio': {
+    text: "share of V8's heap size limit past which new requests get `503 overloaded` (1 turns the check off).",
+  },
+  'server.overload.retryAfterSeconds': { text: '`Retry-After` of `503 overloaded`.' },
+  'server.authenticationFailures.limit': {
+    text: 'wrong or expired keys one client address may send per window; past it, its further failures get `429 too_many_authentication_failures` instead of 401 (valid keys still pass; see docs/rate-limits.md).',
+  },
+  'server.authenticationFailures.windowSeconds': { text: 'that window.' },
+  'admin.host': { text: 'address of the admin server (`/metrics`, `/healthz`, `/readyz`).' },
+  'admin.port': { text: 'admin port.' },
+  'logging.level': { text: 'log level; the `LOG_LEVEL` variable overrides it.' },
+  'logging.prompts': { text: "true puts a create's prompts on its request log line ([Logging](#logging))." },
+  'upstream.baseUrl': {
+    type: 'http(s) URL, no path, query or user name',
+    text: 'the service; gengate appends `/v1/..`.',
+  },
+  'upstream.timeoutMs': { text: 'bound for one upstream exchange; beyond it `504 upstream_timeout`.' },
+  'upstream.connections': {
+    text: 'upstream exchanges at once (one connection each); more requests wait for a free one.',
+  },
+  'upstream.queueTimeoutMs': {
+    text: 'how long a request may wait for a free upstream connection; beyond it `503 overloaded` (nothing was sent: safe to retry elsewhere).',
+  },
+  'upstream.maxResponseBytes': {
+    defaultNote: '(64 MiB)',
+    text: 'largest upstream response read; a larger one is cut off and answered `502 upstream_unavailable`.',
+  },
+  'upstream.credentials': {
+    type: 'map of name → `{ env: VARIABLE }` or `{ file: PATH }`',
+    text: 'named upstream tokens (see below); names are 1–63 letters, digits, `-` or `_`.',
+  },
+  'simulator.enabled': { text: 'start the built-in upstream simulator (demo and tests only).' },
+  'simulator.host': { text: 'simulator address.' },
+  'simulator.port': { text: 'simulator port.' },
+  'simulator.queuedMs': { text: 'how long a simulated job stays queued.' },
+  'simulator.processingMs': { text: 'how long a simulated job then runs.' },
+  'simulator.requestsPerMinute': { text: "the simulated account's rate limit." },
+  'store.kind': { text: 'where limits and request ownership live; `memory` is for a single replica only.' },
+  'store.redis.url': { type: '`redis://` or `rediss://` URL', text: 'Redis server (`REDIS_URL` overrides).' },
+  'store.redis.nodes': {
+    type: 'list of `{ host, port }`',
+    text: 'Redis Cluster seed nodes; when given, `url` is not used.',
+  },
+  'store.redis.keyPrefix': { text: 'prefix of every key gengate writes.' },
+  'store.redis.commandTimeoutMs': { text: 'a store slower than this counts as unavailable.' },
+  'store.failMode': {
+    text: 'when the store cannot answer: serve with per-replica limits, or `503 store_unavailable`.',
+  },
+  'store.replicas': {
+    text: 'how many gateway replicas share the store; while it fails open, each replica admits `1/replicas` of every limit, so an outage does not multiply limits.',
+  },
+  'store.ownershipTtlSeconds': {
+    defaultNote: '(7 days)',
+    text: 'how long a request id stays tied to the tenant that submitted it (see [ownership.md](ownership.md)).',
+  },
+  'webhooks.allowedDestinations': {
+    type: 'list of host globs and CIDRs or addresses',
+    text: 'where completion webhooks may go ([webhooks.md](webhooks.md#security)); loopback and private addresses only through a listed CIDR; metadata, link-local, unspecified, broadcast and multicast addresses never.',
+  },
+  'webhooks.allowHttp': {
+    type: 'list of host globs and CIDRs or addresses',
+    text: 'destinations that may be sent plain `http://`; every other one needs `https://`.',
+  },
+  'webhooks.timeoutMs': {
+    text: 'bound of one attempt: lookup, connection, request and the answer (at most 64 KiB read).',
+  },
+  'webhooks.retry.firstDelayMs': {
+    text: 'wait after the first failed attempt; it doubles after each failure.',
+  },
+  'webhooks.retry.maxDelayMs': { defaultNote: '(1 hour)', text: 'longest wait between two attempts.' },
+  'webhooks.retry.giveUpAfterSeconds': {
+    defaultNote: '(24 hours)',
+    text: 'a delivery not delivered this long after it was queued is dead (kept for redelivery).',
+  },
+  'webhooks.concurrencyPerDestination': {
+    text: 'attempts at once to one host and port, per replica: a slow receiver holds no more.',
+  },
+  'webhooks.secretOverlapSeconds': {
+    text: "how long the secrets a webhook's secret file held before a change keep signing beside the new ones.",
+  },
+  tenants: { type: 'list', text: 'the callers (below).' },
+  'tenants[].id': { text: 'unique tenant id; used in logs and metric labels' },
+  'tenants[].credential': { text: 'name of an `upstream.credentials` entry its requests carry' },
+  'tenants[].keys[].sha256': {
+    type: '64 lowercase hex',
+    text: 'SHA-256 of a gengate key; a hash may appear only once in the whole file',
+  },
+  'tenants[].keys[].prefix': {
+    type: '`ggk_` + 4 letters or digits',
+    text: "the key's first 8 characters, to tell keys apart",
+  },
+  'tenants[].keys[].label': { text: 'a name for people (shown as `name` by `account.keys`)' },
+  'tenants[].keys[].expiresAt': {
+    type: 'RFC 3339 date-time',
+    text: 'from then on the key gets `401 expired_api_key`; stored as an ISO string in UTC',
+  },
+  'tenants[].account': {
+    text: '`account.usage` / `account.keys` answered by gengate, or forwarded; `passthrough` is refused when another tenant uses the same credential',
+  },
+  'tenants[].policy.mode': { text: 'shadow: evaluate and record, change nothing' },
+  'tenants[].policy.safetyLevel': {
+    type: '`{ minimum: low|medium|high, onViolation: raise|reject }`',
+    default: 'no rule; `onViolation: raise`',
+    text: 'lowest safety level forwarded',
+  },
+  'tenants[].policy.samples': {
+    type: '`{ maximum: 1..20, onViolation: clamp|reject }`',
+    default: 'no rule; `clamp`',
+    text: 'most images per request',
+  },
+  'tenants[].policy.steps': {
+    type: '`{ maximum: 1..50, onViolation: clamp|reject }`',
+    default: 'no rule; `clamp`',
+    text: 'most steps per request',
+  },
+  'tenants[].policy.models': {
+    type: '`{ allow?: [glob], deny?: [glob], allowServiceDefault: boolean }`',
+    default: 'no rule; `allowServiceDefault: true`',
+    text: 'globs on `<vendor>@<model_name>`; `*` is the only wildcard (it matches any characters, `@` included); a glob without `*` must be a whole model id',
+  },
+  'tenants[].policy.scanResults': {
+    type: '`{ require: boolean }`',
+    default: 'no rule',
+    text: 'when `require` is true, `scanResults: true` is forwarded whatever was sent',
+  },
+  'tenants[].policy.outputTypes': {
+    type: 'non-empty list of `url`, `base64`, `dataURI`, no repeats',
+    default: 'no rule',
+    text: 'allowed output types',
+  },
+  'tenants[].policy.video': {
+    type: '`{ enabled: boolean, maxDurationSeconds?: integer ≥ 1 }`',
+    default: 'no rule; `enabled: true`',
+    text: 'whether video is allowed and its longest duration',
+  },
+  'tenants[].limits': {
+    type: '`{ id, routes, cost, limit, windowSeconds }`',
+    text: 'rate limits; `id` unique within the tenant, same syntax as a tenant id',
+  },
+  'tenants[].limits[].routes': {
+    type: 'non-empty list of route ids or `"*"`',
+    text: '`images.create`, `images.get`, `videos.create`, `videos.get`, `videos.delete`, `account.usage`, `account.keys`',
+  },
+  'tenants[].limits[].cost': { text: 'what one request costs: 1, its `samples`, or its video `duration`' },
+  'tenants[].limits[].limit': { text: 'units admitted per window' },
+  'tenants[].limits[].windowSeconds': { text: 'window length' },
+  'tenants[].webhooks': {
+    type: '`{ id, url, secret, events }`',
+    text: 'completion webhooks ([webhooks.md](webhooks.md)); `id` unique within the tenant, same syntax as a tenant id',
+  },
+  'tenants[].webhooks[].url': {
+    text: 'where the events are POSTed; judged against `webhooks.allowedDestinations` at each attempt',
+  },
+  'tenants[].webhooks[].secret': {
+    type: '`{ env: VARIABLE }` or `{ file: PATH }`',
+    text: 'one or more Standard Webhooks secrets (`whsec_<base64>`, blank-separated; each signs); a file is re-read when it changes',
+  },
+  'tenants[].webhooks[].events': {
+    type: 'non-empty list of `job.completed`, `job.failed`, `job.cancelled`, `job.expired`',
+    text: 'the job ends it is told of',
+  },
+};

@@ -1,8 +1,8 @@
 // Answers what Node's HTTP server handles before Fastify sees a request (malformed HTTP, headers too
 // large, a client too slow, a CONNECT), in the envelope with an X-Request-Id like every other answer
-// (contract section 9). It replaces Fastify's default handler, which logs the parser's error at trace
-// with its `rawPacket`: the bytes the client sent, an Authorization header included. The log line here
-// carries Node's error code and the answer's status and id, nothing the client sent.
+// (docs/security.md, "At the HTTP edge"). It replaces Fastify's default handler, which logs the parser's
+// error at trace with its `rawPacket`: the bytes the client sent, an Authorization header included. The log
+// line here carries Node's error code and the answer's status and id, nothing the client sent.
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -27,9 +27,9 @@ const MALFORMED = (): GatewayError => gatewayError('request_not_http');
 
 /**
  * llhttp refuses a method it does not know (an unknown token, `get` in lower case) before any request
- * exists, yet on a known path the contract's answer is 405 with `Allow`, as for TRACE or PROPFIND. The
- * method is the first token of its line, so the line starts after the last line end before the point of
- * failure; when the whole line is not in the packet, or is not a request line, the answer is 400.
+ * exists, yet on a known path gengate's answer is 405 (docs/security.md) with `Allow`, as for TRACE or
+ * PROPFIND. The method is the first token of its line, so the line starts after the last line end before the
+ * point of failure; when the whole line is not in the packet, or is not a request line, the answer is 400.
  */
 function unknownMethodAnswer(error: ParserError): GatewayError {
   const { rawPacket, bytesParsed } = error;

@@ -1,7 +1,7 @@
 // Connections on which gengate refused a message as broken, ambiguous or too slow: nothing after that
-// message is served (contract section 9), whichever part refused it (src/gateway/request-head.ts for a
-// head it refuses, src/errors/client-error.ts for what Node's parser or its timeout refuses). Keyed by
-// the socket, so a connection's entry goes with it.
+// message is served (docs/security.md, "At the HTTP edge"), whichever part refused it
+// (src/gateway/request-head.ts for a head it refuses, src/errors/client-error.ts for what Node's parser or
+// its timeout refuses). Keyed by the socket, so a connection's entry goes with it.
 const refusedConnections = new WeakSet<object>();
 
 export function refuseConnection(socket: object): void {

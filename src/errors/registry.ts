@@ -1,5 +1,5 @@
-// Every error gengate itself produces (contract section 9): its wire code, with the code's status and
-// envelope type, and its message. Handlers throw `gatewayError(name, values)`, passing only the values
+// Every error gengate itself produces (docs/architecture.md, "Errors"): its wire code, with the code's status
+// and envelope type, and its message. Handlers throw `gatewayError(name, values)`, passing only the values
 // the message names; one error handler turns the error into the envelope.
 import type { ErrorDetail, ErrorType } from '../maxai/envelope.ts';
 

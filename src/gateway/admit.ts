@@ -1,14 +1,14 @@
 // The last step before a request is forwarded: its request id and its charge decided together, in one
 // store call where the store allows it (src/admission), and the decision turned into rate-limit headers or
-// the refusal the contract names. Runs after authentication, validation and policy, so what is charged is
-// what will be sent.
+// the refusal docs/ownership.md and docs/rate-limits.md name. Runs after authentication, validation and
+// policy, so what is charged is what will be sent.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Admission, RequestIdCheck } from '../admission/admission.ts';
 import { gatewayError } from '../errors/registry.ts';
 import { ensureRequestId } from '../ownership/request-id.ts';
 import type { TakenOutcome } from '../ownership/store.ts';
 import type { GatewayRoute } from '../routing/route-table.ts';
-import { applicableLimits, limitHeadersOrRefusal } from './limits.ts';
+import { applicableLimits, limitHeadersOrRefusal } from '../ratelimit/tenant-limits.ts';
 import { bodyOf, requestIdParam, routeOf, tenantOf } from './request-state.ts';
 
 export interface AdmitHookOptions {

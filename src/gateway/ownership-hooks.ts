@@ -1,10 +1,10 @@
-// The ownership steps of the request pipeline (contract section 7; order in docs/ownership.md): the
+// The ownership steps of the request pipeline (docs/ownership.md, with their order): the
 // answer to a create whose requestId is taken, and the settling of a claim once the create is answered.
 // The claim itself, and the ownership check of GET and DELETE, are part of admission (src/gateway/admit.ts).
 import type { DoneFuncWithErrOrRes, FastifyReply, FastifyRequest } from 'fastify';
 import type { TenantConfig } from '../config/schema.ts';
 import { gatewayError } from '../errors/registry.ts';
-import { peekTenantLimits } from './limits.ts';
+import { peekTenantLimits } from '../ratelimit/tenant-limits.ts';
 import type { RateLimiter } from '../ratelimit/types.ts';
 import type { GatewayRoute } from '../routing/route-table.ts';
 import type { OwnershipStore, SubmissionResponse, TakenOutcome } from '../ownership/store.ts';
@@ -76,7 +76,7 @@ export function createOwnershipHooks(options: OwnershipHooksOptions) {
    * onSend of creates: keeps the accepted submission, or frees an id whose submission did not happen.
    * The write is issued as the answer leaves (it reaches Redis at the end of the same event-loop turn)
    * but not waited for: it is off the request's path. It goes before any command issued after it
-   * (src/store/redis/coalesce-writes.ts), so this replica's next claim of the id already sees the record.
+   * (src/store/redis/send-per-turn.ts), so this replica's next claim of the id already sees the record.
    */
   function settleClaim(
     request: FastifyRequest,

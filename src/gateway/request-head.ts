@@ -1,4 +1,5 @@
-// Admission of a request's head, before routing and authentication read it (contract sections 4 and 9).
+// Admission of a request's head, before routing and authentication read it (docs/security.md, "At the HTTP
+// edge").
 //
 // Node's parser (llhttp, kept strict by src/gateway/server-options.ts) refuses most ambiguous framing
 // itself, and src/errors/client-error.ts answers it: Transfer-Encoding with Content-Length, several or

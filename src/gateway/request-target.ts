@@ -1,6 +1,7 @@
-// Admission of a request target (contract section 3), before authentication and before any body is
-// read. Fastify's router decodes percent-encodings and accepts spellings that name no route (see
-// docs/architecture.md), so only the exact canonical target of the matched route is admitted.
+// Admission of a request target (docs/architecture.md, "The allowlist is enforced on the raw request
+// target"), before authentication and before any body is read. Fastify's router decodes percent-encodings and
+// accepts spellings that name no route (see docs/architecture.md), so only the exact canonical target of the
+// matched route is admitted.
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { routeNotFound } from '../errors/error-handler.ts';
 import { gatewayError } from '../errors/registry.ts';

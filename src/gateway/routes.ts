@@ -12,7 +12,7 @@ import type { UsageMeter } from '../usage/meter.ts';
 import { recordExchangeUsage } from '../usage/record.ts';
 import { createAccountHandler } from './account.ts';
 import type { AuthFailureGuard } from './auth-failure-guard.ts';
-import { peekTenantLimits } from './limits.ts';
+import { peekTenantLimits } from '../ratelimit/tenant-limits.ts';
 import { bodyOf, requestIdParam, routeOf, tenantOf } from './request-state.ts';
 
 export interface CredentialSource {
@@ -103,7 +103,7 @@ export function createRouteSteps(options: RouteStepsOptions) {
     return reply.code(response.status).headers(headersForClient(response.headers)).send(response.body);
   }
 
-  // An authenticated request refused before its charge still shows its limits (contract section 8);
+  // An authenticated request refused before its charge still shows its limits (docs/rate-limits.md);
   // refusals by the limiter carry their own headers, and a charged request already has them.
   async function showLimitsOnRefusal(request: FastifyRequest, reply: FastifyReply, error: Error) {
     const { caller, body } = request.gateway;

@@ -1,5 +1,6 @@
 // The options of the Node HTTP server under the gateway (Fastify's `http` option), each deliberate:
-// contract section 9 wants ambiguous framing refused and slow clients cut near their bound.
+// docs/security.md ("The HTTP edge in detail") wants ambiguous framing refused and slow clients cut near
+// their bound.
 import type { ServerOptions } from 'node:http';
 
 /**
@@ -7,14 +8,14 @@ import type { ServerOptions } from 'node:http';
  * `server.requestTimeoutMs` by up to that much; a check walks only the connections with a request in
  * progress, so twice a second costs nothing measurable.
  */
-export const CONNECTIONS_CHECKING_INTERVAL_MS = 500;
+const CONNECTIONS_CHECKING_INTERVAL_MS = 500;
 
 /**
  * The largest request head, Node's default pinned whatever NODE_OPTIONS says: beyond it, 431. It also
  * keeps the number of fields far below Node's `maxHeadersCount` (2000), past which Node would drop
  * fields silently, a second Authorization among them.
  */
-export const MAX_HEADER_BYTES = 16_384;
+const MAX_HEADER_BYTES = 16_384;
 
 export function gatewayServerOptions(requestTimeoutMs: number): ServerOptions {
   return {

@@ -1,6 +1,7 @@
-// Per-tenant counters start at 0 as soon as the configuration names the tenant (contract section 10), at
-// start-up and again on each reload, so `increase()` and alerts see a tenant's first rate-limit refusal,
-// policy action or usage. Series of tenants a reload removes stay: a counter is never taken back.
+// Per-tenant counters start at 0 as soon as the configuration names the tenant (docs/operations.md,
+// "Metrics"), at start-up and again on each reload, so `increase()` and alerts see a tenant's first
+// rate-limit refusal, policy action or usage. Series of tenants a reload removes stay: a counter is never
+// taken back.
 import type { TenantConfig } from '../config/schema.ts';
 import { startPolicyActionsAtZero } from '../policy/record-actions.ts';
 import type { GatewayStore } from '../store/gateway-store.ts';

@@ -2,7 +2,7 @@
 // every problem explained, the first one named in `param`. A refused body never reaches the upstream.
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { gatewayError, type GatewayError } from '../errors/registry.ts';
-import { describeProblem, toErrorDetails, type ValidationProblem } from '../maxai/validator.ts';
+import { describeProblem, toErrorDetails, type ValidationProblem } from '../validation/request-validator.ts';
 import { routeSchemaFor } from '../validation/request-schemas.ts';
 import { bodyOf, routeOf } from './request-state.ts';
 

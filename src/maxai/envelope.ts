@@ -1,16 +1,13 @@
-// The service's response envelopes (upstream-api.md "Envelopes", contract section 9).
-export const ERROR_TYPES = [
-  'validation_error',
-  'authentication_error',
-  'permission_error',
-  'not_found_error',
-  'conflict_error',
-  'rate_limit_error',
-  'upstream_error',
-  'unavailable_error',
-] as const;
-
-export type ErrorType = (typeof ERROR_TYPES)[number];
+// The service's response envelopes (docs/architecture.md, "Errors").
+export type ErrorType =
+  | 'validation_error'
+  | 'authentication_error'
+  | 'permission_error'
+  | 'not_found_error'
+  | 'conflict_error'
+  | 'rate_limit_error'
+  | 'upstream_error'
+  | 'unavailable_error';
 
 export interface ErrorDetail {
   /** Dotted path of the field concerned (`dimensions.width`). */

@@ -1,19 +1,19 @@
-// The request bodies the service accepts, as JSON Schemas built from upstream-api.md. Two custom
-// keywords are understood by src/maxai/validator.ts:
-//   exactNumber: { integer, minimum?, maximum?, nullable }  a number within inclusive bounds written as
-//                digit strings, judged on the exact decimal value of the text the client wrote;
-//   sizeOneOf:   ["640x640", ...]  an object whose width x height is one of the listed sizes.
-// Integers use exactNumber rather than Ajv's `type: integer` so that a 19-digit seed is judged on its
-// exact digits, `4.0000000000000001` is no integer, and an enormous `samples` reads "must be at most 20".
+// The request bodies the service accepts, as JSON Schemas built from the service's published table
+// (docs/validation.md, "The schema"). Two custom keywords are understood by src/validation/request-validator.ts:
+// exactNumber: { integer, minimum?, maximum?, nullable }  a number within inclusive bounds written as digit
+// strings, judged on the exact decimal value of the text the client wrote; sizeOneOf:   ["640x640", ...]  an
+// object whose width x height is one of the listed sizes. Integers use exactNumber rather than Ajv's `type:
+// integer` so that a 19-digit seed is judged on its exact digits, `4.0000000000000001` is no integer, and an
+// enormous `samples` reads "must be at most 20".
 
 export interface RequestSchemaOptions {
   /** `reject` answers unknown top-level fields (the gateway); `allow` ignores them (the service). */
   unknownTopLevel: 'allow' | 'reject';
-  /** Apply the ranges upstream-api.md marks [guess]; only the simulator may, never the gateway. */
+  /** Apply the ranges the service's table marks as guesses (docs/simulator.md): the simulator only. */
   guessedRanges: boolean;
 }
 
-export const UUID_V4_PATTERN =
+const UUID_V4_PATTERN =
   '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$';
 /** `<vendor>@<model_name>`: exactly one `@`, both parts non-empty, no whitespace. */
 const MODEL_ID_PATTERN = '^[^@\\s]+@[^@\\s]+$';
@@ -31,7 +31,7 @@ const OUTPUT_TYPES = ['url', 'base64', 'dataURI'] as const;
 export type SafetyLevel = (typeof SAFETY_LEVELS)[number];
 export type OutputType = (typeof OUTPUT_TYPES)[number];
 
-/** The service's documented defaults for an image request (upstream-api.md table). */
+/** The service's documented defaults for an image request (docs/policy.md). */
 export const IMAGE_DEFAULTS = {
   safetyLevel: 'medium',
   outputQuality: 95,

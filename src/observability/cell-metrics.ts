@@ -94,7 +94,7 @@ function labelSet(names: readonly string[], values: readonly string[]): LabelSet
   return Object.fromEntries(names.map((name, index) => [name, values[index] ?? '']));
 }
 
-export class CounterCell {
+class CounterCell {
   value = 0;
 
   inc(amount = 1): void {
@@ -106,7 +106,7 @@ export class CounterCell {
   }
 }
 
-export class HistogramCell {
+class HistogramCell {
   /** Observations per bucket, not cumulative: the last slot counts those above every bound. */
   readonly counts: Float64Array;
   sum = 0;

@@ -1,9 +1,8 @@
-// gengate's Prometheus metrics (contract section 10). Every label value comes from configuration or the
-// route table, never from request data, so series stay bounded whatever clients send. The ones updated on
-// every request are cell metrics (./cell-metrics.ts): their updates allocate nothing.
-// Counters whose label values are a fixed set start at 0 here; the per-tenant ones start at 0 when the
-// configuration names the tenant (src/gateway/tenant-series.ts), so increase() and alerts see their first
-// event.
+// gengate's Prometheus metrics (docs/operations.md, "Metrics"). Every label value comes from configuration or
+// the route table, never from request data, so series stay bounded whatever clients send. The ones updated on
+// every request are cell metrics (./cell-metrics.ts): their updates allocate nothing. Counters whose label
+// values are a fixed set start at 0 here; the per-tenant ones start at 0 when the configuration names the
+// tenant (src/gateway/tenant-series.ts), so increase() and alerts see their first event.
 import { totalmem } from 'node:os';
 import { getHeapStatistics } from 'node:v8';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';

@@ -1,7 +1,7 @@
-// Load shedding (contract section 9): once the process is past its load thresholds, new requests get a
-// fast 503 overloaded with Retry-After instead of queueing behind the ones it can still serve, readiness
-// reports it so a balancer sends traffic elsewhere, and gengate_overloaded shows it. Requests already
-// past the check are served to the end: nothing admitted is dropped.
+// Load shedding (docs/reliability.md, "Overload"): once the process is past its load thresholds, new requests
+// get a fast 503 overloaded with Retry-After instead of queueing behind the ones it can still serve,
+// readiness reports it so a balancer sends traffic elsewhere, and gengate_overloaded shows it. Requests
+// already past the check are served to the end: nothing admitted is dropped.
 //
 // @fastify/under-pressure samples the event-loop delay (mean over each sample) and the heap; its check
 // is a global onRequest hook, so it runs before authentication, body parsing and every store or
@@ -20,7 +20,7 @@ const LOAD_SAMPLE_INTERVAL_MS = 250;
 export type OverloadSettings = GatewayConfig['server']['overload'];
 
 /** The answer to a request shed because the process, or its upstream concurrency, is at its limit. */
-export function overloadedError(
+function overloadedError(
   retryAfterSeconds: number,
   name: 'replica_overloaded' | 'upstream_queue_full',
 ): GatewayError {

@@ -1,4 +1,4 @@
-// Every create carries a requestId (contract section 7): the client's, or a fresh UUID v4 that the
+// Every create carries a requestId (docs/ownership.md): the client's, or a fresh UUID v4 that the
 // gateway adds to the forwarded body, so the gateway knows the id before the upstream does.
 import { randomUUID } from 'node:crypto';
 import { rewriteTopLevelMembers, type JsonBody } from '../validation/json-body.ts';

@@ -1,4 +1,4 @@
-// Who owns each request id (contract section 7): the tenant that first submitted it, and, once the
+// Who owns each request id (docs/ownership.md): the tenant that first submitted it, and, once the
 // upstream accepted it, the submission response to replay to that tenant's repeats.
 
 /** The upstream's 2xx answer to a create, kept byte for byte. */

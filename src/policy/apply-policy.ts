@@ -1,4 +1,4 @@
-// Applies a tenant's policy to one validated request body (contract section 6). Pure: no I/O, no clock.
+// Applies a tenant's policy to one validated request body (docs/policy.md). Pure: no I/O, no clock.
 import type { TenantPolicy } from '../config/schema.ts';
 import { NumberTexts } from '../json/number-texts.ts';
 import {

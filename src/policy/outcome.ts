@@ -3,7 +3,7 @@
 
 export type PolicyRoute = 'images.create' | 'videos.create';
 
-/** The rules, in the order the contract applies them. */
+/** The rules, in the order docs/policy.md applies them. */
 export const POLICY_RULES = [
   'models',
   'video',

@@ -1,11 +1,11 @@
 // One evaluator per policy rule, each judging one field of a validated request body and returning its
 // decision, or undefined when the request complies or the rule does not concern the route. An omitted or
-// null field is judged as the service default it stands for (upstream-api.md), never as "no value".
+// null field is judged as the service default it stands for (docs/policy.md), never as "no value".
 import type { TenantPolicy } from '../config/schema.ts';
 import { compareDecimals, isWholeDecimal, parseExactDecimal } from '../json/exact-decimal.ts';
 import { exactNumberAt, type NumberTexts } from '../json/number-texts.ts';
 import { IMAGE_DEFAULTS, SAFETY_LEVELS, type SafetyLevel } from '../maxai/schemas.ts';
-import { firstMatchingGlob } from './model-globs.ts';
+import { firstMatchingGlob } from '../config/model-globs.ts';
 import type {
   PolicyChange,
   PolicyDecision,
@@ -172,7 +172,10 @@ const outputTypes: RuleEvaluator = (policy, route, body) => {
   );
 };
 
-/** Every rule, in the contract's order: models, video, safetyLevel, samples, steps, scanResults, outputTypes. */
+/**
+ * Every rule, in docs/policy.md's order: models, video, safetyLevel, samples, steps, scanResults,
+ * outputTypes.
+ */
 export const RULES_IN_ORDER: readonly RuleEvaluator[] = [
   models,
   video,

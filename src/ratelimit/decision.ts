@@ -1,6 +1,7 @@
 // Turns the algorithm's per-limit verdicts (from Redis or from memory) into the decision the gateway acts
 // on, with every value already rounded the way the headers need it.
-import { MICROS_PER_SECOND, assertLimitsSupported, type LimitVerdict } from './gcra.ts';
+import { MICROS_PER_SECOND } from '../config/limit-bounds.ts';
+import { assertLimitsSupported, type LimitVerdict } from './gcra.ts';
 import type { LimitRequest, LimitState, RateDecision } from './types.ts';
 
 function secondsRoundedUp(micros: number): number {

@@ -1,15 +1,14 @@
 // GCRA (generic cell rate algorithm) over several limits at once, charged all-or-nothing. This is the
-// TypeScript twin of gcra.lua, which is the reference: same state, same operations in the same order, so
+// TypeScript twin of src/store/redis/scripts/includes/gcra.lua, which is the reference: same state, same operations in the same order, so
 // both give identical numbers (test/ratelimit/property.test.ts compares them).
 //
 // A limit of L units per W µs emits one unit every W/L µs. Its state is the theoretical arrival time
 // (TAT): the instant the limit is full again. To keep every value an exact integer, the "debt"
 // TAT - now is handled in units of 1/L µs ("scaled"): a unit of cost adds exactly W scaled, and the
 // capacity is L × W scaled.
-import { MAX_LIMIT_TIMES_WINDOW_SECONDS } from '../config/limit-bounds.ts';
+import { MAX_LIMIT_TIMES_WINDOW_SECONDS, MICROS_PER_SECOND } from '../config/limit-bounds.ts';
 import type { LimitRequest } from './types.ts';
 
-export const MICROS_PER_SECOND = 1_000_000;
 /** How long a state outlives the moment its limit is full again (a fresh state needs no key at all). */
 export const STATE_TTL_MARGIN_MS = 1_000;
 

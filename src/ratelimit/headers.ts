@@ -1,5 +1,5 @@
-// Rate-limit response headers (contract section 8), computed only from the decision, i.e. from the
-// store's clock. Retry-After accompanies every refusal that has a wait; the informative headers are sent
+// Rate-limit response headers (docs/rate-limits.md, "Headers"), computed only from the decision, i.e. from
+// the store's clock. Retry-After accompanies every refusal that has a wait; the informative headers are sent
 // only for exact decisions, never for what a per-replica fallback guessed.
 import type { LimitState, RateDecision } from './types.ts';
 

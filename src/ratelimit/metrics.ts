@@ -1,6 +1,6 @@
-// Rate-limit decision metrics (contract section 10), registered on the registry the caller owns. Labels:
-// tenant and limit ids come from configuration, decisions from the fixed sets below. Their counters start
-// at 0 for the label values the store in use can produce (see RateLimitMetricsScope). The store's own
+// Rate-limit decision metrics (docs/operations.md, "Metrics"), registered on the registry the caller owns.
+// Labels: tenant and limit ids come from configuration, decisions from the fixed sets below. Their counters
+// start at 0 for the label values the store in use can produce (see RateLimitMetricsScope). The store's own
 // metrics (round trips, errors, the breaker) are in src/store/metrics.ts.
 import type { Registry } from 'prom-client';
 import type { TenantConfig } from '../config/schema.ts';

@@ -1,4 +1,4 @@
-// What the gateway asks the rate limiter and what it gets back (contract section 8).
+// What the gateway asks the rate limiter and what it gets back (docs/rate-limits.md).
 
 /** One applicable tenant limit and what this request costs against it (1, samples or video seconds). */
 export interface LimitRequest {

@@ -1,4 +1,4 @@
-// The allowlist of contract section 3. Nothing reaches the upstream unless it matches a row here,
+// The allowlist of routes (README.md, "Routes"). Nothing reaches the upstream unless it matches a row here,
 // and the upstream path is always rebuilt from the row, never copied from the client's request target.
 import type { RouteId } from '../config/route-ids.ts';
 

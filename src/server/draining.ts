@@ -1,10 +1,11 @@
-// Graceful shutdown, as a load balancer in front sees it (contract section 10): once close() begins the
-// listener is closed (new connections are refused, which a balancer retries elsewhere), and a request
-// that arrives on a connection already open is served like any other, answered with `Connection: close`
-// so that the connection ends cleanly after it. Requests in flight finish and close their connections
-// the same way. Only a connection that stays idle is closed by the gateway, and only once it has been
-// idle for a grace: a balancer may already have sent a request on a kept-alive connection that Node has
-// not read yet, and a POST lost that way cannot be retried by it (it answers the client 502).
+// Graceful shutdown, as a load balancer in front sees it (docs/reliability.md, "Rolling restart behind a load
+// balancer"): once close() begins the listener is closed (new connections are refused, which a balancer
+// retries elsewhere), and a request that arrives on a connection already open is served like any other,
+// answered with `Connection: close` so that the connection ends cleanly after it. Requests in flight finish
+// and close their connections the same way. Only a connection that stays idle is closed by the gateway, and
+// only once it has been idle for a grace: a balancer may already have sent a request on a kept-alive
+// connection that Node has not read yet, and a POST lost that way cannot be retried by it (it answers the
+// client 502).
 //
 // Node's server.close() destroys every connection without a request in progress at once (Node 19 and
 // later), which is exactly that race; the server's closeIdleConnections, which close() calls, is

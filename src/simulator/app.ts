@@ -1,7 +1,7 @@
 // The upstream simulator as a Fastify app: built here, never listening (see server.ts). It stands in
 // for the MaxAI service in the demo and the tests; docs/simulator.md says what it does and guesses.
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
-import { stringifyJson } from '../json/lossless.ts';
+import { stringifyJson } from './lossless-json.ts';
 import { createAccountRegistry, type SimulatedToken } from './accounts.ts';
 import { CONTROL_PREFIX, registerControlRoutes } from './control.ts';
 import { installSimulatedErrorHandling } from './errors.ts';

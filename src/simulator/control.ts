@@ -2,8 +2,8 @@
 // clear the request record, set or clear the active fault. It is not under /v1, is not recorded, and
 // faults never apply to it.
 import type { FastifyInstance } from 'fastify';
-import { parseJsonLossless } from '../json/lossless.ts';
-import { createRequestValidator, describeProblem, toErrorDetails } from '../maxai/validator.ts';
+import { parseJsonLossless } from './lossless-json.ts';
+import { createRequestValidator, describeProblem, toErrorDetails } from '../validation/request-validator.ts';
 import { simulatedError } from './errors.ts';
 import { FAULT_SCHEMA, type Fault, type FaultSwitch } from './faults.ts';
 import type { RequestRecord } from './record.ts';

@@ -1,5 +1,6 @@
 // The simulator's error codes, answered in the service's envelope by one error handler. The real
-// service's full code list is not published (upstream-api.md); these follow the style of the known ones.
+// service's full code list is not published (docs/simulator.md, "What is a guess"); these follow the style of
+// the known ones.
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import { errorEnvelope, type ErrorDetail, type ErrorType } from '../maxai/envelope.ts';
 
@@ -29,7 +30,7 @@ export interface SimulatedErrorOptions {
   headers?: Record<string, string>;
 }
 
-export class SimulatedError extends Error {
+class SimulatedError extends Error {
   readonly code: SimulatedErrorCode;
   readonly status: number;
   readonly options: SimulatedErrorOptions;

@@ -2,7 +2,7 @@
 // job it creates fail. One fault is active at a time; `times` counts matching requests down to zero.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { stringifyJson } from '../json/lossless.ts';
+import { stringifyJson } from './lossless-json.ts';
 import { errorEnvelope } from '../maxai/envelope.ts';
 
 export interface Fault {

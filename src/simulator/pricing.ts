@@ -1,6 +1,6 @@
 // The simulator's prices. Images: the service publishes none, so this formula is invented but
 // deterministic: 0.002 USD per megapixel at the default 25 steps, proportional to steps. Video: the
-// per-second prices by tier from upstream-api.md (0.0062 / 0.014 / 0.031 USD).
+// per-second prices by tier published by the service (docs/simulator.md) (0.0062 / 0.014 / 0.031 USD).
 import type { VideoTier } from '../maxai/schemas.ts';
 
 const IMAGE_USD_PER_MEGAPIXEL_AT_DEFAULT_STEPS = 0.002;

@@ -1,7 +1,7 @@
-// The service's routes under /v1, as upstream-api.md describes them, plus the result downloads the
+// The service's routes under /v1, as docs/simulator.md describes them, plus the result downloads the
 // records point at. Every /v1 route authenticates and counts against the account's per-minute limit.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { parseJsonLossless } from '../json/lossless.ts';
+import { parseJsonLossless } from './lossless-json.ts';
 import { successEnvelope } from '../maxai/envelope.ts';
 import { imageRequestSchema, videoRequestSchema } from '../maxai/schemas.ts';
 import {
@@ -9,7 +9,7 @@ import {
   describeProblem,
   toErrorDetails,
   type RequestValidator,
-} from '../maxai/validator.ts';
+} from '../validation/request-validator.ts';
 import { startOfMonthUtc, type Account, type AccountRegistry } from './accounts.ts';
 import { simulatedError } from './errors.ts';
 import { jobView } from './job-view.ts';

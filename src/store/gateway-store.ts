@@ -2,6 +2,7 @@
 // admission that decides a request's id and charge together, whichever backend keeps them.
 import type { Admission } from '../admission/admission.ts';
 import type { TenantConfig } from '../config/schema.ts';
+import type { JobEnds } from '../jobs/job-ends.ts';
 import type { OwnershipStore } from '../ownership/store.ts';
 import type { RateLimiter } from '../ratelimit/types.ts';
 import type { UsageMeter } from '../usage/meter.ts';
@@ -18,6 +19,11 @@ export interface StoreBackend {
 }
 
 export interface GatewayStore extends StoreBackend {
+  /**
+   * Every job's end, told once its settlement is written (src/jobs/job-ends.ts): `store.jobEnds.listen(fn)`
+   * on each replica; the replica that settles a job tells its own listeners.
+   */
+  jobEnds: JobEnds;
   /** Starts the rate-limit decision counters of these tenants' limits at 0 (at start-up and on reload). */
   startTenantCountersAtZero(tenants: readonly TenantConfig[]): void;
 }

@@ -1,8 +1,8 @@
-// The store's metrics (contract section 10), registered on the registry the caller owns. Every part that
-// talks to the shared store (rate limits, ownership, usage, admission, the breaker's probe) reports each
+// The store's metrics (docs/operations.md, "Metrics"), registered on the registry the caller owns. Every part
+// that talks to the shared store (rate limits, ownership, usage, admission, the breaker's probe) reports each
 // round trip through an ObserveStore, so the store's timing is measured the same way whoever sends the
-// command; the breaker's state and trips are the store's too, whichever of its users tripped it.
-// Operations come from the fixed set below; their error counters start at 0 for the store in use.
+// command; the breaker's state and trips are the store's too, whichever of its users tripped it. Operations
+// come from the fixed set below; their error counters start at 0 for the store in use.
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { CellHistogram } from '../observability/cell-metrics.ts';
 import type { StoreBreaker } from './redis/circuit-breaker.ts';

@@ -2,6 +2,7 @@
 // and the admission that combines the last two, in this process (`memory`, one replica) or on one shared
 // Redis connection with one circuit breaker (`redis`). The caller closes it.
 import type { GatewayConfig, TenantConfig } from '../config/schema.ts';
+import { createJobEnds } from '../jobs/job-ends.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
 import { createRateLimitMetrics, rateLimitMetricsScope } from '../ratelimit/metrics.ts';
 import type { GatewayStore, StoreBackend } from './gateway-store.ts';
@@ -28,6 +29,7 @@ export async function openStore(
       : await openRedisStore(store, { logger: deps.logger, metrics, storeMetrics, onReportedCostCounted });
   return {
     ...backend,
+    jobEnds: createJobEnds(),
     startTenantCountersAtZero(tenants: readonly TenantConfig[]) {
       metrics.startTenantCountersAtZero(tenants);
     },

@@ -1,5 +1,5 @@
 // Node 24 (V8) implements the TC39 "JSON.parse source text access" proposal; TypeScript's lib does not
-// declare it yet. Only what src/json/lossless.ts uses is declared here.
+// declare it yet. Only what src/simulator/lossless-json.ts uses is declared here.
 interface JsonReviverContext {
   /** The literal's source text; present for primitive values only. */
   source?: string;

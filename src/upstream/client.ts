@@ -14,7 +14,6 @@ import {
   DEFAULT_UPSTREAM_QUEUE_TIMEOUT_MS,
 } from '../config/schema.ts';
 import { GatewayError, gatewayError } from '../errors/registry.ts';
-import { overloadedError } from '../overload/shed-load.ts';
 
 export interface UpstreamRequest {
   method: 'GET' | 'POST' | 'DELETE';
@@ -212,7 +211,9 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
         timer: setTimeout(() => {
           waiting.delete(turn);
           options.onQueueTimeout?.();
-          reject(overloadedError(retryAfterSeconds, 'upstream_queue_full'));
+          reject(
+            gatewayError('upstream_queue_full', { headers: { 'retry-after': String(retryAfterSeconds) } }),
+          );
         }, queueTimeoutMs),
       };
       waiting.add(turn);

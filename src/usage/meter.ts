@@ -1,4 +1,4 @@
-// What each tenant used, as the gateway saw it (contract section 7, `account: gateway`), per calendar
+// What each tenant used, as the gateway saw it (docs/usage.md, `account: gateway`), per calendar
 // month (UTC) and for the tenant's lifetime. Usage is kept as flat counters (`field -> number`), which
 // both meters store: in this process (src/store/memory/usage-meter.ts) or in Redis hashes
 // (src/store/redis/usage-meter.ts).

@@ -1,5 +1,5 @@
 // Price estimates for what the gateway forwards. The service publishes video prices only
-// (per second, by resolution tier, see upstream-api.md); image requests are estimated at zero
+// (per second, by resolution tier, see docs/usage.md); image requests are estimated at zero
 // and their real cost arrives with the polled record's `totalCost`.
 import type { VideoTier } from '../maxai/schemas.ts';
 

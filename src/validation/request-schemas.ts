@@ -2,7 +2,7 @@
 // guessed ranges not applied), one per create route, compiled once when this module loads.
 import type { RouteId } from '../config/route-ids.ts';
 import { imageRequestSchema, videoRequestSchema } from '../maxai/schemas.ts';
-import { createRequestValidator, type RequestValidator } from '../maxai/validator.ts';
+import { createRequestValidator, type RequestValidator } from './request-validator.ts';
 
 const GATEWAY_SCHEMA_OPTIONS = { unknownTopLevel: 'reject', guessedRanges: false } as const;
 

@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto';
 import type { Registry } from 'prom-client';
 import type { GatewayConfig, TenantConfig } from '../config/schema.ts';
+import type { JobEnd } from '../jobs/job-ends.ts';
 import type { Delivery, DeliveryView, WebhookEvent } from './delivery.ts';
 import { compileDestinations } from './destinations.ts';
 import { createWebhookMetrics } from './metrics.ts';
@@ -14,22 +15,9 @@ import { DestinationSlots, type StepDependencies } from './queue/step.ts';
 import { openWebhookSecrets, type SecretLogger, type WebhookSigners } from './secrets.ts';
 import { resolveWithSystem, type ResolveHost } from './send.ts';
 
-/** How a tracked job ended, as the job tracker reports it once per job. */
-export interface JobSettlement {
-  tenant: string;
-  requestId: string;
-  route: string;
-  credential: string;
-  outcome: 'completed' | 'failed' | 'cancelled' | 'expired';
-  /** The upstream's final poll answer exactly as received; null when there is none (expired). */
-  record: string | null;
-  /** When the job ended: epoch ms, or an RFC 3339 string. */
-  endedAt: number | string;
-}
-
 export interface WebhookService {
   /** Queues the job's event for each of its tenant's webhooks that wants it. */
-  onJobSettled(settlement: JobSettlement): Promise<void>;
+  onJobEnded(end: JobEnd): Promise<void>;
   list(tenant: string, limit: number): Promise<DeliveryView[]>;
   redeliver(tenant: string, id: string): Promise<boolean>;
   /** Takes a reloaded configuration's tenants: their webhooks, secrets and series. */
@@ -75,10 +63,6 @@ export function deliveryIdOf(
   // Laid out as a UUID of version 8 (RFC 9562: custom), variant 10.
   const variant = ((parseInt(hex.slice(16, 17), 16) & 0x3) | 0x8).toString(16);
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
-}
-
-function endedAtText(endedAt: number | string): string {
-  return typeof endedAt === 'number' ? new Date(endedAt).toISOString() : endedAt;
 }
 
 function secretsOf(tenants: readonly TenantConfig[]) {
@@ -132,7 +116,7 @@ export async function openWebhookService(options: WebhookServiceOptions): Promis
         });
 
   return {
-    async onJobSettled(settlement) {
+    async onJobEnded(settlement) {
       const event: WebhookEvent = `job.${settlement.outcome}`;
       const tenant = tenants.get(settlement.tenant);
       if (tenant === undefined) return;
@@ -147,7 +131,7 @@ export async function openWebhookService(options: WebhookServiceOptions): Promis
           event,
           requestId: settlement.requestId,
           route: settlement.route,
-          endedAt: endedAtText(settlement.endedAt),
+          endedAt: settlement.endedAt.toISOString(),
           record: settlement.record,
           queuedAt,
         }));

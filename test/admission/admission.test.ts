@@ -146,7 +146,7 @@ describe('admission on a single Redis', () => {
     });
     try {
       // The second request finds the limit's state the first one left; admitted, it rewrites it with a
-      // TTL, so the state's TTL is not read (it is only for a refused charge, see gcra.lua).
+      // TTL, so the state's TTL is not read (it is only for a refused charge, see src/store/redis/scripts/includes/gcra.lua).
       for (const requestId of [randomUUID(), randomUUID()]) {
         await store.admission.admit('one-call', TWO_PER_MINUTE, { requestId, intent: 'claim' });
       }

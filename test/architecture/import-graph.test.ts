@@ -4,29 +4,46 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 // The folders of src/ form a layered graph: a folder may import another only if that one never imports it
-// back, directly or through others. Domain folders export plain functions and types, and know nothing of
-// Fastify; the gateway's glue (src/gateway/) and the root files (app.ts, main.ts, cli.ts) compose them,
-// never the other way round. The store is one part: its backends (src/store/memory/, src/store/redis/)
-// are reached only through src/store/'s own modules, and Redis is spoken nowhere else.
+// back, directly or through others. Every folder has a kind. Domain folders export plain functions and
+// types and know nothing of Fastify: no module of theirs imports Fastify, nor any module that does,
+// however many imports away (a domain module importing a glue module that registers a Fastify plugin
+// would bring Fastify in). The glue folders (the gateway's hooks and plugins, the servers, load shedding,
+// the error handler) and the root files (app.ts, main.ts, cli.ts) compose them, never the other way
+// round. The store is one part: its backends (src/store/memory/, src/store/redis/) are reached only
+// through src/store/'s own modules, and Redis is spoken nowhere else.
 
 const SOURCE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../src');
 const ROOT_MODULE = '(root)';
 const GATEWAY_GLUE = 'gateway';
-const DOMAIN_FOLDERS = [
-  'auth',
-  'validation',
-  'policy',
-  'ratelimit',
-  'ownership',
-  'usage',
-  'upstream',
-  'json',
-  'maxai',
-  'admission',
-  'store',
-  'routing',
-  'config',
-];
+const FOLDER_KINDS: Record<string, 'domain' | 'glue' | 'tool' | 'declarations'> = {
+  auth: 'domain',
+  validation: 'domain',
+  policy: 'domain',
+  ratelimit: 'domain',
+  ownership: 'domain',
+  usage: 'domain',
+  upstream: 'domain',
+  json: 'domain',
+  maxai: 'domain',
+  admission: 'domain',
+  store: 'domain',
+  routing: 'domain',
+  config: 'domain',
+  observability: 'domain',
+  jobs: 'domain',
+  // Hooks, plugins and handlers: they may import Fastify.
+  gateway: 'glue',
+  admin: 'glue',
+  server: 'glue',
+  overload: 'glue',
+  errors: 'glue',
+  // The command line and the stand-in upstream: programs of their own, like the root files.
+  cli: 'tool',
+  simulator: 'tool',
+  // Type declarations only (Fastify's type extensions).
+  types: 'declarations',
+};
+const DOMAIN_FOLDERS = Object.keys(FOLDER_KINDS).filter((folder) => FOLDER_KINDS[folder] === 'domain');
 
 const STORE_FOLDER = 'store';
 const STORE_BACKENDS = ['store/memory/', 'store/redis/'];
@@ -90,7 +107,7 @@ function packageImports(name: RegExp): { folder: string; importer: string; line:
 }
 
 /** Each import of a Fastify package, as `importer -> package`. */
-function fastifyImports(): { folder: string; line: string }[] {
+function fastifyImports(): { folder: string; importer: string; line: string }[] {
   return packageImports(FASTIFY_PACKAGE);
 }
 
@@ -220,10 +237,64 @@ describe('the import graph of src/', () => {
     expect(fastifyImports().map(({ line }) => line)).toContain('gateway/request-state.ts -> fastify-plugin');
   });
 
-  it('keeps domain folders free of Fastify', () => {
-    const domainImports = fastifyImports()
-      .filter(({ folder }) => DOMAIN_FOLDERS.includes(folder))
-      .map(({ line }) => line);
-    expect(domainImports).toEqual([]);
+  it('keeps domain folders free of Fastify, and of every module that imports it', () => {
+    expect(fastifyReachedFrom(edges, DOMAIN_FOLDERS)).toEqual([]);
+  });
+
+  it('gives every folder of src/ a kind', () => {
+    const folders = readdirSync(SOURCE_ROOT, { withFileTypes: true })
+      .filter((entry) => entry.isDirectory())
+      .map((entry) => entry.name);
+    expect(folders.filter((folder) => FOLDER_KINDS[folder] === undefined)).toEqual([]);
+  });
+
+  it('follows imports to the module that imports Fastify', () => {
+    const everyFolder = Object.keys(FOLDER_KINDS);
+    const throughAnother = fastifyReachedFrom(edges, everyFolder).filter(
+      (chain) => chain.split(' -> ').length > 2,
+    );
+    expect(throughAnother).toContain('simulator/server.ts -> simulator/app.ts -> fastify');
   });
 });
+
+/**
+ * For each module of `folders` that reaches Fastify, the shortest chain of imports that does, as
+ * `a.ts -> b.ts -> fastify`. Type-only imports count: they tie the module to Fastify's API all the same.
+ */
+function fastifyReachedFrom(edges: ImportEdge[], folders: readonly string[]): string[] {
+  const importsOf = new Map<string, string[]>();
+  for (const { importer, imported } of edges) {
+    importsOf.set(importer, [...(importsOf.get(importer) ?? []), imported]);
+  }
+  const fastifyOf = new Map<string, string>();
+  for (const { importer, line } of fastifyImports()) {
+    if (!fastifyOf.has(importer)) fastifyOf.set(importer, line.slice(line.indexOf(' -> ') + 4));
+  }
+  const chains: string[] = [];
+  for (const start of [...importsOf.keys(), ...fastifyOf.keys()]) {
+    if (
+      !folders.includes(folderOf(join(SOURCE_ROOT, start))) ||
+      chains.some((c) => c.startsWith(`${start} `))
+    )
+      continue;
+    // Breadth first, so the chain reported is a shortest one.
+    const cameFrom = new Map<string, string>([[start, '']]);
+    const queue = [start];
+    for (let head = 0; head < queue.length; head += 1) {
+      const current = queue[head]!;
+      const fastify = fastifyOf.get(current);
+      if (fastify !== undefined) {
+        const path = [fastify];
+        for (let step = current; step !== ''; step = cameFrom.get(step)!) path.unshift(step);
+        chains.push(path.join(' -> '));
+        break;
+      }
+      for (const next of importsOf.get(current) ?? []) {
+        if (cameFrom.has(next)) continue;
+        cameFrom.set(next, current);
+        queue.push(next);
+      }
+    }
+  }
+  return [...new Set(chains)].sort();
+}

@@ -6,7 +6,7 @@ import { gzipSync, deflateSync, brotliCompressSync } from 'node:zlib';
 import { performance } from 'node:perf_hooks';
 import { describe, expect, test } from 'vitest';
 import { HOSTILE_SHAPES, PLAIN_SHAPE } from '../../bench/hostile-bodies.ts';
-import { MAX_EXPLAINED_PROBLEMS } from '../../src/maxai/validator.ts';
+import { MAX_EXPLAINED_PROBLEMS } from '../../src/validation/request-validator.ts';
 import { MAX_JSON_VALUES } from '../../src/validation/json-structure.ts';
 import {
   IMAGES,

@@ -4,10 +4,13 @@
 // attempt's record, never a claim made since.
 import { randomUUID } from 'node:crypto';
 import { expect, test } from 'vitest';
-import { createRedisOwnershipStore, defineUndoClaim } from '../../src/store/redis/ownership-store.ts';
+import {
+  createRedisOwnershipStore,
+  undoClaim as undoClaimAttempt,
+} from '../../src/store/redis/ownership-store.ts';
+import { createStoreCalls } from '../../src/store/redis/store-calls.ts';
 import { createStoreBreaker } from '../../src/store/redis/circuit-breaker.ts';
 import { createStoreClock, microsOfTime } from '../../src/store/redis/store-clock.ts';
-import { createUndoOnRecovery } from '../../src/store/redis/undo-on-recovery.ts';
 import { useGatewayRedis } from '../support/gateway-redis.ts';
 
 const silent = { info: () => undefined, warn: () => undefined };
@@ -25,17 +28,14 @@ test('a claim that reaches the store after its deadline claims nothing', async (
     probe: () => Promise.reject(new Error('down')),
     probeIntervalMs: 60_000,
   });
-  const store = createRedisOwnershipStore({
-    connection: gatewayRedis.connection,
+  const calls = createStoreCalls(gatewayRedis.connection, {
     breaker,
     commandTimeoutMs: 2_000,
     failMode: 'closed',
-    ttlMs: 60_000,
     logger: silent,
     clock,
-    undos: createUndoOnRecovery(breaker, silent),
-    undoClaim: defineUndoClaim(gatewayRedis.connection),
   });
+  const store = createRedisOwnershipStore(calls, { ttlMs: 60_000 });
   const requestId = randomUUID();
   try {
     await expect(store.claim(requestId, 'alpha')).rejects.toMatchObject({ code: 'store_unavailable' });
@@ -46,7 +46,14 @@ test('a claim that reaches the store after its deadline claims nothing', async (
 });
 
 test("undoing an attempt removes its claim and refunds its charge, and leaves anyone else's", async () => {
-  const undoClaim = defineUndoClaim(gatewayRedis.connection);
+  const calls = createStoreCalls(gatewayRedis.connection, {
+    breaker: createStoreBreaker({ probe: () => Promise.resolve(), probeIntervalMs: 60_000 }),
+    commandTimeoutMs: 2_000,
+    failMode: 'closed',
+    logger: silent,
+  });
+  const undoClaim = (requestId: string, tenantId: string, record: string, limits: (typeof LIMIT)[]) =>
+    undoClaimAttempt(calls, { requestId, tenantId, record, limits });
   const limitKey = 'gengate:{tenant:alpha}:limit:requests';
   const [undone, since] = [randomUUID(), randomUUID()];
   // Two charged claims, as the admission script leaves them: 2 units of 10 used.

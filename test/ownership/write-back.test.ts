@@ -4,9 +4,8 @@
 // claim is being written is written too. Against a real Redis, with the breaker driven by the test.
 import { randomUUID } from 'node:crypto';
 import { expect, test } from 'vitest';
-import { createStoreClock } from '../../src/store/redis/store-clock.ts';
-import { createUndoOnRecovery } from '../../src/store/redis/undo-on-recovery.ts';
-import { createRedisOwnershipStore, defineUndoClaim } from '../../src/store/redis/ownership-store.ts';
+import { createRedisOwnershipStore } from '../../src/store/redis/ownership-store.ts';
+import { createStoreCalls } from '../../src/store/redis/store-calls.ts';
 import type { OwnershipStore } from '../../src/ownership/store.ts';
 import { createStoreBreaker, type StoreBreaker } from '../../src/store/redis/circuit-breaker.ts';
 import { useGatewayRedis } from '../support/gateway-redis.ts';
@@ -32,17 +31,13 @@ async function scriptCalls(): Promise<number> {
 
 function storeWithBreaker(probe: () => Promise<void>): { store: OwnershipStore; breaker: StoreBreaker } {
   const breaker = createStoreBreaker({ probe, probeIntervalMs: 1 });
-  const store = createRedisOwnershipStore({
-    connection: gatewayRedis.connection,
+  const calls = createStoreCalls(gatewayRedis.connection, {
     breaker,
     commandTimeoutMs: 2_000,
     failMode: 'open',
-    ttlMs: 3_600_000,
     logger: silent,
-    clock: createStoreClock(),
-    undos: createUndoOnRecovery(breaker, silent),
-    undoClaim: defineUndoClaim(gatewayRedis.connection),
   });
+  const store = createRedisOwnershipStore(calls, { ttlMs: 3_600_000 });
   return { store, breaker };
 }
 

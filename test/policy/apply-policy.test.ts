@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseJsonLossless, stringifyJson } from '../../src/json/lossless.ts';
+import { parseJsonLossless, stringifyJson } from '../../src/simulator/lossless-json.ts';
 import { applyPolicy } from '../../src/policy/apply-policy.ts';
 import type { PolicyOutcome } from '../../src/policy/outcome.ts';
 import { loadPolicy } from './policy-fixtures.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { firstMatchingGlob } from '../../src/policy/model-globs.ts';
+import { firstMatchingGlob } from '../../src/config/model-globs.ts';
 
 describe('firstMatchingGlob', () => {
   it.each([

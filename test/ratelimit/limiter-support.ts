@@ -11,7 +11,7 @@ import {
   type RedisConnectionOptions,
 } from '../../src/store/redis/connection.ts';
 import { createRedisRateLimiter, type RedisRateLimiterOptions } from '../../src/store/redis/rate-limiter.ts';
-import { createStoreClock } from '../../src/store/redis/store-clock.ts';
+import { createStoreCalls, type StoreCallsOptions } from '../../src/store/redis/store-calls.ts';
 
 /** The timeout the failure tests measure against. */
 export const TEST_COMMAND_TIMEOUT_MS = 100;
@@ -26,23 +26,26 @@ export interface TestLimiter {
 }
 
 export type TestLimiterOptions = Partial<
-  Omit<RedisRateLimiterOptions, 'connection' | 'metrics' | 'observeStore' | 'breaker' | 'clock'> & {
-    probeIntervalMs: number;
-  }
+  Omit<RedisRateLimiterOptions, 'metrics'> &
+    Pick<StoreCallsOptions, 'commandTimeoutMs' | 'failMode' | 'logger'> & { probeIntervalMs: number }
 >;
+
+const silent = { info: () => undefined, warn: () => undefined };
 
 export async function startTestLimiter(
   target: Pick<RedisConnectionOptions, 'url' | 'nodes'>,
-  { probeIntervalMs, ...options }: TestLimiterOptions = {},
+  {
+    probeIntervalMs,
+    failMode = 'open',
+    logger = silent,
+    commandTimeoutMs = EXACT_DECISIONS_COMMAND_TIMEOUT_MS,
+    ...options
+  }: TestLimiterOptions = {},
 ): Promise<TestLimiter> {
-  const commandTimeoutMs = options.commandTimeoutMs ?? EXACT_DECISIONS_COMMAND_TIMEOUT_MS;
   const connection = createRedisConnection({ ...target, keyPrefix: 'gengate:', commandTimeoutMs });
   await waitUntilConnected(connection, CONNECT_WAIT_MS);
   const registry = new Registry();
-  const metrics = createRateLimitMetrics(
-    registry,
-    rateLimitMetricsScope('redis', options.failMode ?? 'open'),
-  );
+  const metrics = createRateLimitMetrics(registry, rateLimitMetricsScope('redis', failMode));
   const storeMetrics = createStoreMetrics(registry, STORE_OPERATIONS);
   const breaker = createConnectionBreaker(connection, {
     commandTimeoutMs,
@@ -50,16 +53,14 @@ export async function startTestLimiter(
     ...(probeIntervalMs === undefined ? {} : { probeIntervalMs }),
   });
   storeMetrics.observeBreaker(breaker);
-  const limiter = createRedisRateLimiter({
-    failMode: 'open',
-    ...options,
-    commandTimeoutMs,
-    connection,
+  const calls = createStoreCalls(connection, {
     breaker,
-    metrics,
+    commandTimeoutMs,
+    failMode,
+    logger,
     observeStore: storeMetrics.observeStore,
-    clock: createStoreClock(),
   });
+  const limiter = createRedisRateLimiter(calls, { ...options, metrics });
   return {
     limiter,
     registry,

@@ -13,6 +13,8 @@ const PROBE_INTERVAL_MS = 50;
 // Scheduling slack on a busy two-core machine, on top of the command timeout.
 const TIMING_MARGIN_MS = 60;
 const LOAD_BATCH = 20;
+// A PING left unanswered this long: Redis is asleep.
+const SLEEP_SEEN_AFTER_MS = 50;
 
 describe('store failures', () => {
   let redis: RedisServer | undefined;
@@ -123,7 +125,14 @@ describe('store failures', () => {
     const freezer = redis.client();
     await waitFor('freezer connected', () => freezer.status === 'ready');
     const frozen = freezer.call('DEBUG', 'SLEEP', '2');
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    // The sleep has begun once Redis leaves another client's PING unanswered for a while.
+    const probe = redis.client();
+    await waitFor('Redis to sleep', () =>
+      Promise.race([
+        probe.ping().then(() => false),
+        new Promise<boolean>((resolve) => setTimeout(resolve, SLEEP_SEEN_AFTER_MS, true)),
+      ]),
+    );
     const during = await Promise.all(Array.from({ length: LOAD_BATCH }, () => timedCheck('frozen')));
     for (const { decision, ms } of during) {
       expect(decision.outcome).toBe('store_unavailable');

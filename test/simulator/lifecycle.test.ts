@@ -2,7 +2,7 @@
 // the documented timestamps, echo, results and costs. The clock is injected, so every instant is exact.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
-import { parseJsonLossless } from '../../src/json/lossless.ts';
+import { parseJsonLossless } from '../../src/simulator/lossless-json.ts';
 import type { SimulatorServer } from '../../src/simulator/server.ts';
 import { AUTH, call, postImage, postVideo, startTestSimulator } from './simulator-client.ts';
 

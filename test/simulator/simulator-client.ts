@@ -1,5 +1,5 @@
 // A small HTTP client for the simulator tests: real requests, bodies parsed losslessly (19-digit seeds).
-import { parseJsonLossless } from '../../src/json/lossless.ts';
+import { parseJsonLossless } from '../../src/simulator/lossless-json.ts';
 import { startSimulator, type SimulatorServer } from '../../src/simulator/server.ts';
 import type { SimulatorOptions } from '../../src/simulator/app.ts';
 

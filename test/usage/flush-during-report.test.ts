@@ -3,6 +3,8 @@
 // of memory and written them after the read, so the report counted them nowhere (seen in CI as a
 // tenant's own earlier `account.usage` reads missing from its report). Against a real Redis.
 import { expect, test } from 'vitest';
+import { createStoreBreaker } from '../../src/store/redis/circuit-breaker.ts';
+import { createStoreCalls } from '../../src/store/redis/store-calls.ts';
 import { createRedisUsageMeter } from '../../src/store/redis/usage-meter.ts';
 import { useGatewayRedis } from '../support/gateway-redis.ts';
 
@@ -10,12 +12,15 @@ const gatewayRedis = useGatewayRedis();
 
 // Flushes only when closed: no timer flushes during the test.
 const meterFlushedOnClose = () =>
-  createRedisUsageMeter({
-    connection: gatewayRedis.connection,
-    commandTimeoutMs: 2_000,
-    logger: { warn: () => undefined },
-    flushIntervalMs: 3_600_000,
-  });
+  createRedisUsageMeter(
+    createStoreCalls(gatewayRedis.connection, {
+      breaker: createStoreBreaker({ probe: () => Promise.resolve(), probeIntervalMs: 60_000 }),
+      commandTimeoutMs: 2_000,
+      failMode: 'open',
+      logger: { info: () => undefined, warn: () => undefined },
+    }),
+    { flushIntervalMs: 3_600_000 },
+  );
 
 test('a report read while this replica flushes counts each increment exactly once', async () => {
   const meter = meterFlushedOnClose();

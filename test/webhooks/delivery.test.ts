@@ -59,7 +59,7 @@ describe.each([
       tenants: [tenantWith('team-a', [{ id: 'done', url: `http://127.0.0.1:${port}/hook` }])],
     });
     const requestIds = [randomUUID(), randomUUID(), randomUUID()];
-    for (const requestId of requestIds) await webhooks.onJobSettled(settlement('team-a', requestId));
+    for (const requestId of requestIds) await webhooks.onJobEnded(settlement('team-a', requestId));
     await waitFor('an attempt to fail', async () =>
       (await webhooks.list('team-a', 10)).every((delivery) => delivery.attempts >= 1),
     );
@@ -115,7 +115,7 @@ describe.each([
       webhooks: { retry: { firstDelayMs: 50, maxDelayMs: 100, giveUpAfterSeconds: 1 } },
     });
     const requestId = randomUUID();
-    await webhooks.onJobSettled(settlement('team-a', requestId, 'failed'));
+    await webhooks.onJobEnded(settlement('team-a', requestId, 'failed'));
     await waitFor(
       'the delivery to be dead',
       async () => (await webhooks.list('team-a', 10))[0]?.dead === true,
@@ -158,9 +158,9 @@ describe.each([
     const webhooks = await service({
       tenants: [tenantWith('team-a', [{ id: 'done', url: `${gone.origin}/hook` }])],
     });
-    await webhooks.onJobSettled(settlement('team-a', randomUUID()));
+    await webhooks.onJobEnded(settlement('team-a', randomUUID()));
     await waitFor('the 410', async () => (await webhooks.list('team-a', 10))[0]?.dead === true);
-    await webhooks.onJobSettled(settlement('team-a', randomUUID(), 'cancelled'));
+    await webhooks.onJobEnded(settlement('team-a', randomUUID(), 'cancelled'));
     await waitFor('the second delivery to finish', async () =>
       (await webhooks.list('team-a', 10)).every((d) => d.dead),
     );
@@ -184,9 +184,9 @@ describe.each([
       webhooks: { timeoutMs: 60_000, concurrencyPerDestination: 2 },
     });
     for (let index = 0; index < 20; index += 1)
-      await webhooks.onJobSettled(settlement('team-slow', randomUUID()));
+      await webhooks.onJobEnded(settlement('team-slow', randomUUID()));
     await waitFor('the silent receiver to hold its share', () => silent.requests.length === 2);
-    await webhooks.onJobSettled(settlement('team-b', randomUUID()));
+    await webhooks.onJobEnded(settlement('team-b', randomUUID()));
     await waitFor('the other tenant delivered', () => healthy.requests.length === 1);
     expect(silent.requests).toHaveLength(2);
   });

@@ -1,23 +1,17 @@
 // Rate limits kept in this process: the store for `store.kind: memory` (one replica) and the per-replica
 // fallback while Redis fails. Same algorithm and numbers as the Redis script (src/ratelimit/gcra.ts
-// mirrors src/store/redis/gcra.lua). Holds one entry per tenant limit ever charged, a set bounded by the
+// mirrors src/store/redis/scripts/includes/gcra.lua). Holds one entry per tenant limit ever charged, a set bounded by the
 // configuration.
 import { decide, decideWithoutStore } from '../../ratelimit/decision.ts';
 import { evaluateLimits, type GcraState } from '../../ratelimit/gcra.ts';
 import type { RateLimitMetrics } from '../../ratelimit/metrics.ts';
 import type { LimitRequest, RateDecision, RateLimiter } from '../../ratelimit/types.ts';
+import { monotonicEpochMicros } from '../clock.ts';
 
 export interface MemoryRateLimiterOptions {
   /** µs since the epoch; defaults to a monotonic clock anchored at process start. */
   nowMicros?: () => number;
   metrics?: RateLimitMetrics;
-}
-
-const MICROS_PER_MILLISECOND = 1_000;
-
-// Monotonic: a wall-clock step (NTP, an operator) must not refill or drain limits.
-function monotonicEpochMicros(): number {
-  return Math.round((performance.timeOrigin + performance.now()) * MICROS_PER_MILLISECOND);
 }
 
 export function createMemoryRateLimiter(options: MemoryRateLimiterOptions = {}): RateLimiter {

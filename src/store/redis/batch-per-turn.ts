@@ -3,10 +3,10 @@
 // Under load a turn hands over many requests and upstream answers at once, and each one's admission or
 // record used to be a store command of its own: an ioredis command, a reply to parse and a script run
 // inside Redis apiece. Batched, they are one command per kind, sent at the end of the turn (its check
-// phase, see coalesce-writes.ts) after the poll phase has delivered everything that was ready, in the
+// phase, see send-per-turn.ts) after the poll phase has delivered everything that was ready, in the
 // same socket write as the turn's other commands: no call waits longer than it did alone. Each caller gets
 // its own item's result, and every caller of a batch gets the error when the call fails.
-import type { Send } from './coalesce-writes.ts';
+import type { Send } from './send-per-turn.ts';
 
 // Items per call at most: a bounded script run, so Redis never blocks long on one replica's turn.
 const MAX_ITEMS_PER_CALL = 64;
@@ -26,7 +26,7 @@ export interface TurnBatch<Item, Result> {
 
 /**
  * `send` answers one result per item, in the items' order. `schedule` decides when in the turn the batch
- * is sent (see TurnSchedule in coalesce-writes.ts).
+ * is sent (see TurnSchedule in send-per-turn.ts).
  */
 export function batchPerTurn<Item, Result>(
   send: (items: readonly Item[]) => Promise<readonly Result[]>,

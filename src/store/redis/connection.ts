@@ -4,7 +4,6 @@
 // reconnection happens in the background with a capped backoff.
 import { Cluster, Redis } from 'ioredis';
 import { DEFAULT_REDIS_URL } from '../../config/schema.ts';
-import { coalesceWrites } from './coalesce-writes.ts';
 
 export type RedisConnection = Redis | Cluster;
 
@@ -70,7 +69,6 @@ export function createRedisConnection(
       slotsRefreshTimeout: SLOTS_REFRESH_TIMEOUT_MS,
       redisOptions: perNode,
     });
-    cluster.on('+node', coalesceWrites);
     logStateChanges(
       cluster,
       `cluster ${options.nodes.map((node) => `${node.host}:${node.port}`).join(',')}`,
@@ -81,9 +79,8 @@ export function createRedisConnection(
   const url = options.url ?? DEFAULT_REDIS_URL;
   // No auto-pipelining: ioredis keeps one auto-pipeline in flight per connection, so a request's command
   // issued meanwhile waits for that batch's round trip before it is even written (docs/performance.md).
-  // coalesceWrites batches the writes of one event-loop turn instead, and never waits for a reply.
+  // The store sends the commands of one event-loop turn in one pipeline instead (send-per-turn.ts).
   const redis = new Redis(url, { ...perNode, keyPrefix: options.keyPrefix });
-  coalesceWrites(redis);
   logStateChanges(redis, redactRedisUrl(url), logger);
   return redis;
 }
@@ -151,7 +148,7 @@ export function commandDeadline(
   return (operation) => operation;
 }
 
-export async function withDeadline<T>(operation: Promise<T>, timeoutMs: number): Promise<T> {
+async function withDeadline<T>(operation: Promise<T>, timeoutMs: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_resolve, reject) => {
     timer = setTimeout(() => {
@@ -172,22 +169,4 @@ export async function withDeadline<T>(operation: Promise<T>, timeoutMs: number):
 export function isWrongTypeReply(error: unknown): boolean {
   // ioredis types its ReplyError class as any; its name says what it is.
   return error instanceof Error && error.name === 'ReplyError' && error.message.startsWith('WRONGTYPE ');
-}
-
-/** KEYS then ARGV; an array argument stands for its elements (ioredis flattens one level). */
-export type ScriptCall = (
-  numberOfKeys: number,
-  ...args: (string | number | readonly (string | number)[])[]
-) => Promise<unknown>;
-
-/**
- * A Lua script as a command. ioredis's defineCommand sends EVAL the first time on each socket, then
- * EVALSHA; on NOSCRIPT (a restart or SCRIPT FLUSH) it re-sends as EVAL. A NOSCRIPT reply means the
- * script did not run, so nothing happens twice.
- */
-export function defineScript(connection: RedisConnection, name: string, lua: string): ScriptCall {
-  connection.defineCommand(name, { lua });
-  const command: unknown = Reflect.get(connection, name);
-  if (typeof command !== 'function') throw new Error(`ioredis did not define the ${name} script command`);
-  return (command as ScriptCall).bind(connection);
 }

@@ -5,7 +5,7 @@ import { canonicalRequestId } from '../../ownership/store.ts';
  * Every key of one tenant carries the same Cluster hash tag, so multi-key scripts over a tenant's keys
  * never cross slots.
  */
-export function tenantKey(tenantId: string, suffix: string): string {
+function tenantKey(tenantId: string, suffix: string): string {
   return `{tenant:${tenantId}}:${suffix}`;
 }
 

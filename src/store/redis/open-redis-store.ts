@@ -10,10 +10,10 @@ import type { StoreMetrics } from '../metrics.ts';
 import { createRedisAdmission } from './admission.ts';
 import { createConnectionBreaker } from './circuit-breaker.ts';
 import { createRedisConnection, waitUntilConnected, type StoreLogger } from './connection.ts';
-import { createRedisOwnershipStore, defineUndoClaim } from './ownership-store.ts';
+import { createRedisOwnershipStore } from './ownership-store.ts';
 import { createRedisRateLimiter } from './rate-limiter.ts';
-import { createStoreClock, learnClockOnConnect } from './store-clock.ts';
-import { createUndoOnRecovery } from './undo-on-recovery.ts';
+import { createStoreCalls } from './store-calls.ts';
+import { learnClockOnConnect } from './store-clock.ts';
 import { createRedisUsageMeter } from './usage-meter.ts';
 
 // Start-up only: long enough for a healthy Redis, short enough that a dead one does not hold the
@@ -39,8 +39,6 @@ export async function openRedisStore(
     },
     deps.logger,
   );
-  const clock = createStoreClock();
-  learnClockOnConnect(connection, clock);
   await waitUntilConnected(connection, STARTUP_CONNECT_WAIT_MS).catch(() => {
     deps.logger.warn({}, 'store not reachable at start-up; serving per its failMode until it is');
   });
@@ -51,57 +49,22 @@ export async function openRedisStore(
     observeStore: storeMetrics.observeStore,
   });
   storeMetrics.observeBreaker(breaker);
-  // Before any other listener of the breaker: undos go out first when the store answers again.
-  const undos = createUndoOnRecovery(breaker, deps.logger);
-  const undoClaim = defineUndoClaim(connection);
-  const limiter = createRedisRateLimiter({
-    connection,
+  const calls = createStoreCalls(connection, {
     breaker,
     commandTimeoutMs,
     failMode: store.failMode,
-    fallbackReplicas: store.replicas,
-    metrics,
-    observeStore: storeMetrics.observeStore,
-    clock,
-    logger: deps.logger,
-  });
-  const usage = createRedisUsageMeter({
-    connection,
-    commandTimeoutMs,
     logger: deps.logger,
     observeStore: storeMetrics.observeStore,
-    onReportedCostCounted: deps.onReportedCostCounted,
   });
-  const ownership = createRedisOwnershipStore({
-    connection,
-    breaker,
-    commandTimeoutMs,
-    failMode: store.failMode,
-    ttlMs: ownershipTtlMs,
-    logger: deps.logger,
-    observeStore: storeMetrics.observeStore,
-    clock,
-    undos,
-    undoClaim,
-  });
+  learnClockOnConnect(connection, calls.clock);
+  const limiter = createRedisRateLimiter(calls, { metrics, fallbackReplicas: store.replicas });
+  const usage = createRedisUsageMeter(calls, { onReportedCostCounted: deps.onReportedCostCounted });
+  const ownership = createRedisOwnershipStore(calls, { ttlMs: ownershipTtlMs });
   // In a Cluster an id's key and a tenant's limit keys hash to different slots: no single script.
   const admission =
     connection instanceof Cluster
       ? createSequentialAdmission(ownership, limiter)
-      : createRedisAdmission({
-          connection,
-          breaker,
-          commandTimeoutMs,
-          ownership,
-          ownershipTtlMs,
-          limiter,
-          metrics,
-          observeStore: storeMetrics.observeStore,
-          logger: deps.logger,
-          clock,
-          undos,
-          undoClaim,
-        });
+      : createRedisAdmission(calls, { ownership, ownershipTtlMs, limiter, metrics });
   return {
     limiter,
     usage,

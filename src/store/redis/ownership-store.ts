@@ -7,23 +7,10 @@
 import { gatewayError } from '../../errors/registry.ts';
 import { canonicalRequestId, claimOutcomeOf, type OwnershipStore } from '../../ownership/store.ts';
 import type { LimitRequest } from '../../ratelimit/types.ts';
-import type { ObserveStore } from '../metrics.ts';
 import { createMemoryOwnershipStore } from '../memory/ownership-store.ts';
 import { batchPerTurn } from './batch-per-turn.ts';
-import { CHARGE_LIMITS_LUA, chargeClockArgs, pushChargeInput } from './charge-limits.ts';
-import {
-  STORE_UNAVAILABLE_RETRY_AFTER_SECONDS,
-  type StoreBreaker,
-  type StoreFailMode,
-} from './circuit-breaker.ts';
-import { turnScheduleOf } from './coalesce-writes.ts';
-import {
-  commandDeadline,
-  defineScript,
-  isWrongTypeReply,
-  type RedisConnection,
-  type StoreLogger,
-} from './connection.ts';
+import { STORE_UNAVAILABLE_RETRY_AFTER_SECONDS } from './circuit-breaker.ts';
+import { isWrongTypeReply } from './connection.ts';
 import { ownershipKey } from './keys.ts';
 import {
   NO_RECORD_REPLY,
@@ -32,89 +19,25 @@ import {
   pendingClaimRecord,
   refuseKeyWithoutRecord,
 } from './ownership-record.ts';
-import { StoreDeadlinePassedError, isExpiredReply, type StoreClock } from './store-clock.ts';
-import type { UndoOnRecovery } from './undo-on-recovery.ts';
-
-// ARGV[1] the attempt's pending record, ARGV[2] its lifetime (ms), ARGV[3] the deadline (see
-// store-clock.ts). Reply: {'expired', µs} past the deadline, otherwise {this server's µs} when this call
-// claimed the id, {µs, existing record} when it did not, and {µs, 'no_record', 1} when the key holds
-// something else than a record (see refuseKeyWithoutRecord).
-const CLAIM_LUA = `
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
-if ARGV[3] ~= '' and now >= tonumber(ARGV[3]) then return {'expired', now} end
--- pcall: a key that is not a string is that id's damage, answered as such, not a failed store call.
-local existing = redis.pcall('GET', KEYS[1])
-if type(existing) == 'table' then return {now, '${NO_RECORD_REPLY}', 1} end
-if existing then return {now, existing} end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-return {now}`;
-
-// Undoes one claim attempt the gateway gave up on, and the charge made with it, only while the id still
-// holds that attempt's pending record. KEYS[1] the id's key, then the limits' keys; ARGV[1] the attempt's
-// record, then refund_limits' arguments from the second on (TTL margin, 3 per limit). Reply: 1 undone.
-const UNDO_CLAIM_LUA = `${CHARGE_LIMITS_LUA}
-if redis.pcall('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('DEL', KEYS[1])
-local limit_keys = {}
-for i = 2, #KEYS do limit_keys[i - 1] = KEYS[i] end
-refund_limits(limit_keys, ARGV)
-return 1`;
-
-// A release sent after an outage: deletes the id's record only while it is ARGV[1]'s pending claim (a
-// completed record is kept). Reply: 1 deleted.
-const RELEASE_PENDING_LUA = `
-local record = redis.pcall('GET', KEYS[1])
-if type(record) ~= 'string' then return 0 end
-if record == ARGV[1] or string.sub(record, 1, #ARGV[1] + 2) == ARGV[1] .. ' ~' then
-  redis.call('DEL', KEYS[1])
-  return 1
-end
-return 0`;
+import {
+  claimScript,
+  recordRequestIdsScript,
+  releasePendingScript,
+  undoClaimScript,
+  type RecordWrite,
+} from './scripts.ts';
+import type { StoreClock } from './store-clock.ts';
+import type { StoreCalls } from './store-calls.ts';
 
 /**
  * Undoes an attempt to claim `requestId` with `record`, and gives back its charge against `limits` when
- * it was made with one (admission.ts); a no-op once the id holds anything else.
+ * it was made with one (admission.ts); a no-op once the id holds anything else. Answers 1 when undone.
  */
-export type UndoClaim = (
-  requestId: string,
-  tenantId: string,
-  record: string,
-  limits: readonly LimitRequest[],
-) => Promise<unknown>;
-
-export function defineUndoClaim(connection: RedisConnection): UndoClaim {
-  const undoScript = defineScript(connection, 'gengateUndoClaim', UNDO_CLAIM_LUA);
-  return (requestId, tenantId, record, limits) => {
-    const keys = [ownershipKey(requestId)];
-    const args: (string | number)[] = [record, chargeClockArgs(undefined)[1]];
-    pushChargeInput(tenantId, limits, keys, args);
-    return undoScript(keys.length, keys, args);
-  };
-}
-
-// Writes records unless another tenant holds their ids: completes claims, or writes back ones made while
-// the store was down. KEYS[i] a record's key; ARGV[3i-2] its value, ARGV[3i-1] its tenant, ARGV[3i] its
-// lifetime (ms). Reply: per record, 1 written, 0 held by another tenant.
-const RECORD_LUA = `
-local written = {}
-for i = 1, #KEYS do
-  -- pcall: a key that is not a string is no record to overwrite, and must not fail the others' writes.
-  local existing = redis.pcall('GET', KEYS[i])
-  if type(existing) == 'table' or (existing and string.match(existing, '^[^ ]*') ~= ARGV[3 * i - 1]) then
-    written[i] = 0
-  else
-    redis.call('SET', KEYS[i], ARGV[3 * i - 2], 'PX', ARGV[3 * i])
-    written[i] = 1
-  end
-end
-return written`;
-
-interface RecordWrite {
-  requestId: string;
-  value: string;
-  tenantId: string;
-  ttlMs: number;
+export function undoClaim(
+  calls: StoreCalls,
+  attempt: { requestId: string; tenantId: string; record: string; limits: readonly LimitRequest[] },
+): Promise<unknown> {
+  return calls.run(undoClaimScript, attempt);
 }
 
 /** 1 when the record was written, 0 when another tenant holds its id. */
@@ -125,22 +48,6 @@ function writtenOf(reply: unknown, count: number): Written[] {
     throw new Error('unexpected record script reply');
   }
   return reply as Written[];
-}
-
-export interface RedisOwnershipStoreOptions {
-  connection: RedisConnection;
-  /** The connection's breaker, shared with the other users of the connection. */
-  breaker: StoreBreaker;
-  commandTimeoutMs: number;
-  failMode: StoreFailMode;
-  ttlMs: number;
-  logger: StoreLogger;
-  observeStore?: ObserveStore;
-  /** The store's clock as replies show it (claims carry deadlines in it). */
-  clock: StoreClock;
-  /** Where claims given up on and releases that could not be sent wait for the store. */
-  undos: UndoOnRecovery;
-  undoClaim: UndoClaim;
 }
 
 const KEY_WITHOUT_RECORD = Symbol('key without record');
@@ -165,62 +72,34 @@ function storeUnavailable() {
   });
 }
 
-/** `sent`: the call reached the connection, so the store may have run it (or may still run it). */
-type Attempt<T> = { ok: true; value: T } | { ok: false; sent: boolean };
+/** What a call answers when the store did not: whether it was sent (the store may have run it). */
+const notAnswered = (sent: boolean) => ({ ok: false as const, sent });
+const answered = <T>(value: T) => ({ ok: true as const, value });
 
-export function createRedisOwnershipStore(options: RedisOwnershipStoreOptions): OwnershipStore {
-  const { connection, breaker, commandTimeoutMs, failMode, ttlMs, logger, clock, undos } = options;
-  const bounded = commandDeadline(connection, commandTimeoutMs);
-  const claimScript = defineScript(connection, 'gengateClaimRequestId', CLAIM_LUA);
-  const releasePendingScript = defineScript(connection, 'gengateReleasePending', RELEASE_PENDING_LUA);
-  const recordScript = defineScript(connection, 'gengateRecordRequestIds', RECORD_LUA);
-  const writeRecords = async (records: readonly RecordWrite[]): Promise<Written[]> => {
-    const keys: string[] = [];
-    const args: (string | number)[] = [];
-    for (const record of records) {
-      keys.push(ownershipKey(record.requestId));
-      args.push(record.value, record.tenantId, record.ttlMs);
-    }
-    return writtenOf(await recordScript(keys.length, keys, args), records.length);
-  };
+export function createRedisOwnershipStore(calls: StoreCalls, options: { ttlMs: number }): OwnershipStore {
+  const { connection, breaker, failMode, logger, clock, undos } = calls;
+  const { ttlMs } = options;
+  const writeRecords = async (records: readonly RecordWrite[]): Promise<Written[]> =>
+    writtenOf(await calls.run(recordRequestIdsScript, records), records.length);
   const writeOne = async (record: RecordWrite): Promise<Written> =>
     (await writeRecords([record]))[0] as Written;
   // The answers landing in one turn are recorded in one call, sent before any later command so that
-  // whatever reads the id next sees the answer (coalesce-writes.ts). A Cluster spreads request
-  // ids over its slots, and one script may only touch one slot, so there each record goes alone.
-  const turn = turnScheduleOf(connection);
-  const answerRecords = turn === undefined ? undefined : batchPerTurn(writeRecords, turn.beforeNextCommand);
+  // whatever reads the id next sees the answer (send-per-turn.ts). A Cluster spreads request ids over
+  // its slots, and one script may only touch one slot, so there each record goes alone.
+  const answerRecords =
+    calls.turn === undefined ? undefined : batchPerTurn(writeRecords, calls.turn.beforeNextCommand);
   const writeAnswerRecord = answerRecords === undefined ? writeOne : answerRecords.add;
   // Fail-open only: claims made while the store was down, and the ids still to write back to it.
   const fallback = createMemoryOwnershipStore({ ttlMs });
   const unsynced = new Set<string>();
 
   breaker.onChange((open) => {
-    if (open) logger.warn({ failMode }, 'ownership store failing; bypassing it until it answers');
-    else {
-      logger.info({}, 'ownership store answering again');
-      void writeBackUnsynced();
-    }
+    if (!open) void writeBackUnsynced();
   });
 
-  async function attempt<T>(run: () => Promise<T>): Promise<Attempt<T>> {
-    if (breaker.open) return { ok: false, sent: false };
-    const started = performance.now();
-    try {
-      const value = await bounded(run());
-      options.observeStore?.('ownership', (performance.now() - started) / 1000, false);
-      return { ok: true, value };
-    } catch (error) {
-      options.observeStore?.('ownership', (performance.now() - started) / 1000, true);
-      if (breaker.trip()) {
-        logger.warn(
-          { err: error instanceof Error ? error.message : String(error) },
-          'ownership store call failed',
-        );
-      }
-      return { ok: false, sent: true };
-    }
-  }
+  /** `call`'s value, or whether it was sent when the store did not answer it. */
+  const attempt = <T>(call: () => Promise<T>) =>
+    calls.attempt('ownership', async () => answered(await call()), notAnswered);
 
   function requireFailOpen(): void {
     if (failMode === 'closed') throw storeUnavailable();
@@ -266,8 +145,8 @@ export function createRedisOwnershipStore(options: RedisOwnershipStoreOptions): 
   }
 
   // A plain GET: WRONGTYPE is Redis answering about this key (see refuseKeyWithoutRecord), not failing.
-  const readRecord = (requestId: string): Promise<string | null | typeof KEY_WITHOUT_RECORD> =>
-    connection.get(ownershipKey(requestId)).catch((error: unknown) => {
+  const readRecord = (requestId: string): Promise<unknown> =>
+    calls.send('get', [ownershipKey(requestId)]).catch((error: unknown) => {
       if (isWrongTypeReply(error)) return KEY_WITHOUT_RECORD;
       throw error;
     });
@@ -278,14 +157,12 @@ export function createRedisOwnershipStore(options: RedisOwnershipStoreOptions): 
     async claim(requestId, tenantId) {
       const record = pendingClaimRecord(tenantId);
       const claimed = await attempt(async () => {
-        const reply = await claimScript(
-          1,
-          ownershipKey(requestId),
+        const reply = await calls.run(claimScript, {
+          requestId,
           record,
           ttlMs,
-          clock.deadlineArg(commandTimeoutMs),
-        );
-        if (isExpiredReply(reply, clock)) throw new StoreDeadlinePassedError();
+          deadline: calls.deadlineArg(),
+        });
         return claimReplyOf(reply, clock);
       });
       if (claimed.ok) {
@@ -294,7 +171,7 @@ export function createRedisOwnershipStore(options: RedisOwnershipStoreOptions): 
         refuseKeyWithoutRecord(logger, connection, requestId);
         return { kind: 'owned_by_another_tenant' };
       }
-      if (claimed.sent) undos.add(() => options.undoClaim(requestId, tenantId, record, []));
+      if (claimed.sent) undos.add(() => undoClaim(calls, { requestId, tenantId, record, limits: [] }));
       requireFailOpen();
       const outcome = await fallback.claim(requestId, tenantId);
       if (outcome.kind === 'claimed') unsynced.add(canonicalRequestId(requestId));
@@ -321,12 +198,10 @@ export function createRedisOwnershipStore(options: RedisOwnershipStoreOptions): 
         await fallback.release(requestId, tenantId);
         return;
       }
-      const released = await attempt(() => connection.del(ownershipKey(requestId)));
+      const released = await attempt(() => calls.send('del', [ownershipKey(requestId)]));
       // Sent once the store answers, before anything else: until then the id is refused (409), never
       // handed to someone else; the claim is still this tenant's pending one (nothing else can claim it).
-      if (!released.ok) {
-        undos.add(() => releasePendingScript(1, ownershipKey(requestId), tenantId));
-      }
+      if (!released.ok) undos.add(() => calls.run(releasePendingScript, { requestId, tenantId }));
     },
 
     async owns(requestId, tenantId) {

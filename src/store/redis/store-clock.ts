@@ -8,15 +8,11 @@
 // So `local give-up time + (S - L)` is never later than the store's clock at give-up: a script that runs
 // before it ran while the gateway was still waiting, and one that runs after it did nothing. Clock drift
 // between two replies is negligible next to a command timeout; the offset is refreshed by every reply.
-import { performance } from 'node:perf_hooks';
+import { MICROS_PER_SECOND } from '../../config/limit-bounds.ts';
+import { monotonicEpochMicros as localMicros } from '../clock.ts';
 import type { RedisConnection } from './connection.ts';
 
 const MICROS_PER_MS = 1_000;
-
-/** Local monotonic time, µs since the epoch as the process saw it at start-up. */
-function localMicros(): number {
-  return Math.floor((performance.timeOrigin + performance.now()) * MICROS_PER_MS);
-}
 
 export interface StoreClock {
   /** Records the store's time (µs) read from a reply that has just arrived. */
@@ -43,7 +39,7 @@ export function createStoreClock(): StoreClock {
 
 /** The µs in a reply of Redis TIME. */
 export function microsOfTime(reply: readonly [string, string]): number {
-  return Number(reply[0]) * 1_000_000 + Number(reply[1]);
+  return Number(reply[0]) * MICROS_PER_SECOND + Number(reply[1]);
 }
 
 /** Learns the store's clock with TIME each time `connection` is (re)connected, before any deadline. */
@@ -67,11 +63,4 @@ export class StoreDeadlinePassedError extends Error {
     super('the store ran the call after its deadline; it changed nothing');
     this.name = 'StoreDeadlinePassedError';
   }
-}
-
-/** Whether `reply` is a script's {'expired', µs}; the store's µs go to `clock` either way. */
-export function isExpiredReply(reply: unknown, clock: StoreClock): boolean {
-  if (!Array.isArray(reply) || reply[0] !== 'expired') return false;
-  if (typeof reply[1] === 'number') clock.observe(reply[1]);
-  return true;
 }

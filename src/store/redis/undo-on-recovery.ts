@@ -1,14 +1,14 @@
 // Store writes that could not be sent or confirmed, undone once the store answers again.
 //
-// A create the gateway refused must leave no claim and no charge behind (contract sections 7 and 8), but
-// when the store times out the gateway cannot know whether its admission ran, and while the breaker is
-// open it cannot send the release of a claim either. Each such case leaves an undo here: a store call
-// that is harmless when there is nothing to undo (it checks the attempt's token, or that the claim is
-// still this tenant's pending one). When the breaker closes, the undos are sent before anything else
-// uses the store again (listeners run as the breaker closes, and one connection runs commands in order),
-// so a client retrying the same requestId after the recovery is admitted at once. Deadlines
-// (store-clock.ts) make sure that the command given up on cannot run after its undo: by the time an undo
-// can run, the original either ran in time or never takes effect.
+// A create the gateway refused must leave no claim and no charge behind (docs/ownership.md,
+// docs/rate-limits.md), but when the store times out the gateway cannot know whether its admission ran, and
+// while the breaker is open it cannot send the release of a claim either. Each such case leaves an undo here:
+// a store call that is harmless when there is nothing to undo (it checks the attempt's token, or that the
+// claim is still this tenant's pending one). When the breaker closes, the undos are sent before anything else
+// uses the store again (listeners run as the breaker closes, and one connection runs commands in order), so a
+// client retrying the same requestId after the recovery is admitted at once. Deadlines (store-clock.ts) make
+// sure that the command given up on cannot run after its undo: by the time an undo can run, the original
+// either ran in time or never takes effect.
 import type { StoreBreaker } from './circuit-breaker.ts';
 import type { StoreLogger } from './connection.ts';
 

@@ -14,9 +14,9 @@ import {
   type UsageFields,
   type UsageMeter,
 } from '../../usage/meter.ts';
-import type { ObserveStore } from '../metrics.ts';
-import { defineScript, withDeadline, type RedisConnection, type StoreLogger } from './connection.ts';
-import { costCountedKey, usageKey } from './keys.ts';
+import { countCostOnceScript } from './scripts.ts';
+import type { StoreCalls } from './store-calls.ts';
+import { usageKey } from './keys.ts';
 
 const DEFAULT_USAGE_FLUSH_INTERVAL_MS = 1_000;
 // Month hashes outlive their month long enough for a yearly review; the lifetime hash is refreshed on
@@ -27,16 +27,6 @@ const COST_ONCE_TTL_SECONDS = 35 * 24 * 3600;
 // While the store is unreachable, reported costs wait in memory up to this many; beyond, the oldest go.
 const MAX_PENDING_COSTS = 10_000;
 
-const COUNT_COST_ONCE = `
-if redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[2]) then
-  for i = 2, 3 do
-    redis.call('HINCRBYFLOAT', KEYS[i], 'reportedCostUsd', ARGV[1])
-    redis.call('EXPIRE', KEYS[i], ARGV[3])
-  end
-  return 1
-end
-return 0`;
-
 interface PendingCost {
   tenantId: string;
   requestId: string;
@@ -45,10 +35,6 @@ interface PendingCost {
 }
 
 export interface RedisUsageMeterOptions {
-  connection: RedisConnection;
-  commandTimeoutMs: number;
-  logger: Pick<StoreLogger, 'warn'>;
-  observeStore?: ObserveStore;
   /** Told of each cost this replica counted (the one replica that counted it, when several poll). */
   onReportedCostCounted?: OnReportedCostCounted;
   flushIntervalMs?: number;
@@ -58,21 +44,13 @@ function toFields(hash: Record<string, string>): UsageFields {
   return new Map(Object.entries(hash).map(([field, value]) => [field, Number(value)]));
 }
 
-export function createRedisUsageMeter(options: RedisUsageMeterOptions): UsageMeter {
-  const { connection, commandTimeoutMs, logger } = options;
+export function createRedisUsageMeter(calls: StoreCalls, options: RedisUsageMeterOptions = {}): UsageMeter {
   const keysOf = periodKeys(usageKey);
-  const countCostOnce = defineScript(connection, 'gengateCountCostOnce', COUNT_COST_ONCE);
   // Not yet flushed: increments by Redis key, and reported costs.
   let pending = new Map<string, UsageFields>();
   let pendingCosts: PendingCost[] = [];
-  let failing = false;
 
-  function noteFailure(error: unknown): void {
-    options.observeStore?.('usage_flush', 0, true);
-    if (!failing) logger.warn({ err: (error as Error).message }, 'usage flush failed; keeping increments');
-    failing = true;
-  }
-
+  // A write that fails, or is not sent while the store fails, is kept for the next flush.
   async function flush(): Promise<void> {
     const increments = pending;
     const costs = pendingCosts;
@@ -82,41 +60,39 @@ export function createRedisUsageMeter(options: RedisUsageMeterOptions): UsageMet
     for (const [key, fields] of increments) {
       for (const [field, delta] of fields) {
         writes.push(
-          withDeadline(connection.hincrbyfloat(key, field, delta), commandTimeoutMs).catch(
-            (error: unknown) => {
-              noteFailure(error);
+          calls.attempt(
+            'usage_flush',
+            () => calls.send('hincrbyfloat', [key, field, delta]),
+            () => {
               addToField(pendingFieldsOf(key), field, delta);
             },
           ),
         );
       }
       writes.push(
-        withDeadline(connection.expire(key, USAGE_TTL_SECONDS), commandTimeoutMs).catch(noteFailure),
-      );
-    }
-    for (const cost of costs) {
-      const keys = [
-        costCountedKey(cost.tenantId, cost.requestId),
-        usageKey(cost.tenantId, cost.month),
-        usageKey(cost.tenantId, 'lifetime'),
-      ];
-      writes.push(
-        withDeadline(
-          countCostOnce(keys.length, ...keys, cost.costUsd, COST_ONCE_TTL_SECONDS, USAGE_TTL_SECONDS),
-          commandTimeoutMs,
-        ).then(
-          (counted) => {
-            if (counted === 1) options.onReportedCostCounted?.(cost.tenantId, cost.costUsd);
-          },
-          (error: unknown) => {
-            noteFailure(error);
-            if (pendingCosts.length < MAX_PENDING_COSTS) pendingCosts.push(cost);
-          },
+        calls.attempt(
+          'usage_flush',
+          () => calls.send('expire', [key, USAGE_TTL_SECONDS]),
+          () => undefined,
         ),
       );
     }
-    const results = await Promise.allSettled(writes);
-    if (results.every((result) => result.status === 'fulfilled') && pending.size === 0) failing = false;
+    for (const cost of costs) {
+      const countOnce = async () => {
+        const counted = await calls.run(countCostOnceScript, {
+          ...cost,
+          markTtlSeconds: COST_ONCE_TTL_SECONDS,
+          usageTtlSeconds: USAGE_TTL_SECONDS,
+        });
+        if (counted === 1) options.onReportedCostCounted?.(cost.tenantId, cost.costUsd);
+      };
+      writes.push(
+        calls.attempt('usage_flush', countOnce, () => {
+          if (pendingCosts.length < MAX_PENDING_COSTS) pendingCosts.push(cost);
+        }),
+      );
+    }
+    await Promise.all(writes);
   }
 
   function pendingFieldsOf(key: string): UsageFields {
@@ -151,21 +127,13 @@ export function createRedisUsageMeter(options: RedisUsageMeterOptions): UsageMet
       // connection (a tenant's keys share one slot, so one node in a Cluster too): they are in these maps
       // and not in what the read returns; taken after the read, they would be in neither.
       const unflushed = keys.map((key) => pending.get(key));
-      let stored: Record<string, string>[];
-      const started = performance.now();
-      try {
-        stored = await withDeadline(
-          Promise.all(keys.map((key) => connection.hgetall(key))),
-          commandTimeoutMs,
-        );
-        options.observeStore?.('usage_read', (performance.now() - started) / 1000, false);
-      } catch (error) {
-        options.observeStore?.('usage_read', (performance.now() - started) / 1000, true);
-        throw gatewayError('usage_store_unavailable', {
-          headers: { 'retry-after': '1' },
-          cause: error,
-        });
-      }
+      const stored = await calls.attempt(
+        'usage_read',
+        () => Promise.all(keys.map((key) => calls.send('hgetall', [key]) as Promise<Record<string, string>>)),
+        () => {
+          throw gatewayError('usage_store_unavailable', { headers: { 'retry-after': '1' } });
+        },
+      );
       const [currentMonth, lifetime] = stored.map((hash, index) => {
         const fields = toFields(hash);
         const increments = unflushed[index];

@@ -15,6 +15,6 @@ const webhooks = await openTestService({
   lockDurationMs,
   tenants: [tenantWith('team-a', [{ id: 'done', url }])],
 });
-for (const requestId of requestIds) await webhooks.onJobSettled(settlement('team-a', requestId));
+for (const requestId of requestIds) await webhooks.onJobEnded(settlement('team-a', requestId));
 process.stdout.write('ready\n');
 setInterval(() => undefined, 60_000);

@@ -2,9 +2,9 @@
 // retry schedule shortened and a secret per webhook from the environment it is given.
 import { Registry } from 'prom-client';
 import type { GatewayConfig, TenantConfig } from '../../../src/config/schema.ts';
+import type { JobEnd } from '../../../src/jobs/job-ends.ts';
 import {
   openWebhookService,
-  type JobSettlement,
   type WebhookService,
 } from '../../../src/webhooks/service.ts';
 
@@ -88,8 +88,8 @@ export function completedRecord(requestId: string): string {
 export function settlement(
   tenant: string,
   requestId: string,
-  outcome: JobSettlement['outcome'] = 'completed',
-): JobSettlement {
+  outcome: JobEnd['outcome'] = 'completed',
+): JobEnd {
   return {
     tenant,
     requestId,
@@ -97,6 +97,6 @@ export function settlement(
     credential: 'shared',
     outcome,
     record: outcome === 'expired' ? null : completedRecord(requestId),
-    endedAt: '2026-11-26T18:00:00.000Z',
+    endedAt: new Date('2026-11-26T18:00:00.000Z'),
   };
 }

@@ -1,12 +1,12 @@
-// What a request costs against its tenant's limits (contract section 8), and the limiter's decision
+// What a request costs against its tenant's limits (docs/rate-limits.md), and the limiter's decision
 // turned into response headers or a refusal. Costs are read after validation and policy, so `samples` is
 // the clamped value and a rejected request is never charged.
 import type { RouteId } from '../config/route-ids.ts';
 import type { TenantConfig, TenantLimit } from '../config/schema.ts';
 import { gatewayError } from '../errors/registry.ts';
 import { requestedSamples, requestedVideoSeconds } from '../maxai/request-values.ts';
-import { rateLimitHeaders } from '../ratelimit/headers.ts';
-import type { LimitRequest, RateDecision, RateLimiter } from '../ratelimit/types.ts';
+import { rateLimitHeaders } from './headers.ts';
+import type { LimitRequest, RateDecision, RateLimiter } from './types.ts';
 
 // The route that carries each cost unit; `requests` is carried by every route.
 const UNIT_ROUTE = { samples: 'images.create', videoSeconds: 'videos.create' } as const;
@@ -62,7 +62,7 @@ export function limitHeadersOrRefusal(decision: RateDecision): Record<string, st
 /**
  * The headers of the tenant's limits as they stand, charging nothing: for an idempotent replay, and for
  * an authenticated request refused before its charge (validation, policy, ownership), which still gets
- * the rate-limit headers of contract section 8. Nothing when the store cannot say exactly.
+ * the rate-limit headers of docs/rate-limits.md. Nothing when the store cannot say exactly.
  */
 export async function peekTenantLimits(
   limiter: RateLimiter,

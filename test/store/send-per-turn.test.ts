@@ -1,15 +1,16 @@
-// The store connection sends the commands of one event-loop turn in one socket write (src/store/
-// coalesce-writes.ts), and holds none back for an earlier reply. Seen on the connection's socket and from
-// a TCP relay in front of a real Redis that counts what arrives and can hold Redis's replies back.
+// The store sends the commands of one event-loop turn in one socket write (src/store/redis/
+// send-per-turn.ts, one ioredis pipeline per turn), and holds none back for an earlier reply. Seen on the
+// connection's socket and from a TCP relay in front of a real Redis that counts what arrives and can hold
+// Redis's replies back.
 import { createServer, connect, type Server, type AddressInfo, type Socket } from 'node:net';
-import { Cluster, type Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { turnScheduleOf } from '../../src/store/redis/coalesce-writes.ts';
 import {
   createRedisConnection,
   waitUntilConnected,
   type RedisConnection,
 } from '../../src/store/redis/connection.ts';
+import { createCommandSender, type CommandSender } from '../../src/store/redis/send-per-turn.ts';
 import {
   startRedisCluster,
   startRedisServer,
@@ -28,6 +29,7 @@ describe('a single Redis', () => {
   let redis: RedisServer;
   let relay: Server;
   let connection: Redis;
+  let sender: CommandSender;
   // Every chunk the relay read from gengate's side, in order.
   const chunksFromClient: Buffer[] = [];
   // While set, Redis's replies wait in the relay.
@@ -57,6 +59,7 @@ describe('a single Redis', () => {
       keyPrefix: 'coalesce:',
       commandTimeoutMs: COMMAND_TIMEOUT_MS,
     }) as Redis;
+    sender = createCommandSender(connection);
     await waitUntilConnected(connection, 5_000);
   });
 
@@ -68,13 +71,16 @@ describe('a single Redis', () => {
 
   test('the commands of one turn leave in one write, each answered in order', async () => {
     chunksFromClient.length = 0;
+    const written = connection.stream.bytesWritten;
     const replies = Promise.all(
-      Array.from({ length: COMMANDS_IN_ONE_TURN }, (_, index) => connection.incrby('counter', index + 1)),
+      Array.from({ length: COMMANDS_IN_ONE_TURN }, (_, index) =>
+        sender.send('incrby', ['counter', index + 1]),
+      ),
     );
-    // Held in the socket until the turn's check phase, then written together.
-    expect(connection.stream.writableCorked).toBe(1);
+    // Held in the turn's pipeline until its check phase, then written together.
+    expect(connection.stream.bytesWritten).toBe(written);
     await nextTurn();
-    expect(connection.stream.writableCorked).toBe(0);
+    expect(connection.stream.bytesWritten).toBeGreaterThan(written);
     expect(await replies).toEqual(
       Array.from({ length: COMMANDS_IN_ONE_TURN }, (_, index) => ((index + 1) * (index + 2)) / 2),
     );
@@ -83,15 +89,14 @@ describe('a single Redis', () => {
   });
 
   test("batched sends leave in the turn's one write: records before any later command, admissions last", async () => {
-    const schedule = turnScheduleOf(connection);
+    const schedule = sender.turn;
     if (schedule === undefined) throw new Error('a single Redis has a turn schedule');
     chunksFromClient.length = 0;
     const replies: Promise<unknown>[] = [];
-    schedule.atTurnEnd(() => replies.push(connection.set('at-turn-end', '1')));
-    schedule.beforeNextCommand(() => replies.push(connection.set('before-next', '1')));
-    replies.push(connection.set('direct', '1'));
+    schedule.atTurnEnd(() => replies.push(sender.send('set', ['at-turn-end', '1'])));
+    schedule.beforeNextCommand(() => replies.push(sender.send('set', ['before-next', '1'])));
+    replies.push(sender.send('set', ['direct', '1']));
     await nextTurn();
-    expect(connection.stream.writableCorked).toBe(0);
     expect(await Promise.all(replies)).toEqual(['OK', 'OK', 'OK']);
     expect(chunksFromClient).toHaveLength(1);
     const sent = chunksFromClient[0]!.toString();
@@ -102,15 +107,14 @@ describe('a single Redis', () => {
   });
 
   test('a turn with batched sends only is written in its check phase too', async () => {
-    const schedule = turnScheduleOf(connection);
+    const schedule = sender.turn;
     if (schedule === undefined) throw new Error('a single Redis has a turn schedule');
     chunksFromClient.length = 0;
     let reply: Promise<unknown> | undefined;
     schedule.atTurnEnd(() => {
-      reply = connection.set('alone', '1');
+      reply = sender.send('set', ['alone', '1']);
     });
     await nextTurn();
-    expect(connection.stream.writableCorked).toBe(0);
     expect(await reply).toBe('OK');
     expect(chunksFromClient).toHaveLength(1);
   });
@@ -118,9 +122,9 @@ describe('a single Redis', () => {
   test('a command of a later turn is written while the reply to an earlier one is still awaited', async () => {
     chunksFromClient.length = 0;
     heldReplies = [];
-    const first = connection.set('first', '1');
+    const first = sender.send('set', ['first', '1']);
     await nextTurn();
-    const second = connection.set('second', '2');
+    const second = sender.send('set', ['second', '2']);
     // Both reach Redis although neither has been answered (a reply-gated batcher would wait here).
     await waitFor('both commands to reach Redis', () => {
       const sent = Buffer.concat(chunksFromClient).toString();
@@ -152,17 +156,13 @@ describe('a Redis Cluster', () => {
     await cluster.stop();
   });
 
-  test("every master's socket is corked for the rest of the turn of a command sent to it", async () => {
-    if (!(connection instanceof Cluster)) throw new Error('expected a Cluster connection');
-    const masters = connection.nodes('master');
-    expect(masters.length).toBeGreaterThan(1);
+  test('a Cluster sends each command at once and batches nothing: its keys spread over slots', async () => {
+    const sender = createCommandSender(connection);
+    expect(sender.turn).toBeUndefined();
     // Hash tags spread over the slots, so every master gets at least one of these.
     const writes = Promise.all(
-      Array.from({ length: 64 }, (_, index) => connection.set(`{key-${index}}`, String(index))),
+      Array.from({ length: 64 }, (_, index) => sender.send('set', [`{key-${index}}`, String(index)])),
     );
-    expect(masters.map((master) => master.stream.writableCorked)).toEqual(masters.map(() => 1));
-    await nextTurn();
-    expect(masters.map((master) => master.stream.writableCorked)).toEqual(masters.map(() => 0));
     expect(await writes).toEqual(Array.from({ length: 64 }, () => 'OK'));
   });
 });

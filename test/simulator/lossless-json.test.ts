@@ -1,6 +1,6 @@
 // Lossless JSON: a seed of 19 digits must mean the same number after a parse and a stringify.
 import { describe, expect, test } from 'vitest';
-import { parseJsonLossless, stringifyJson } from '../../src/json/lossless.ts';
+import { parseJsonLossless, stringifyJson } from '../../src/simulator/lossless-json.ts';
 
 describe('parseJsonLossless', () => {
   test.each([

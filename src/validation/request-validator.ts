@@ -3,8 +3,8 @@
 import { Ajv, type AnySchema, type ErrorObject } from 'ajv';
 import { compareDecimals, isWholeDecimal, parseExactDecimal } from '../json/exact-decimal.ts';
 import { NumberTexts, exactNumberAt } from '../json/number-texts.ts';
-import type { ErrorDetail } from './envelope.ts';
-import { PATTERN_MESSAGES } from './schemas.ts';
+import type { ErrorDetail } from '../maxai/envelope.ts';
+import { PATTERN_MESSAGES } from '../maxai/schemas.ts';
 
 /** `unknown_field` is a top-level member the schema does not name (the gateway's `unknown_parameter`). */
 export type ProblemKind = 'required' | 'type' | 'unknown_field' | 'enum' | 'format' | 'range';

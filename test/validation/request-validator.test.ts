@@ -1,9 +1,9 @@
 // The schemas in the gateway's mode (unknown top-level fields rejected, no guessed ranges) and the
 // shape of the problems the gateway will map to its own codes.
 import { describe, expect, test } from 'vitest';
-import { parseJsonLossless } from '../../src/json/lossless.ts';
+import { parseJsonLossless } from '../../src/simulator/lossless-json.ts';
 import { imageRequestSchema, videoRequestSchema } from '../../src/maxai/schemas.ts';
-import { createRequestValidator, describeProblem } from '../../src/maxai/validator.ts';
+import { createRequestValidator, describeProblem } from '../../src/validation/request-validator.ts';
 
 const GATEWAY = { unknownTopLevel: 'reject', guessedRanges: false } as const;
 const validateImage = createRequestValidator(imageRequestSchema(GATEWAY));

@@ -1,0 +1,212 @@
+// The store's Lua scripts, one way: each is a file of scripts/ named with its key count (`claim-1.lua`;
+// `-n` when the call gives them), KEYS and ARGV documented at its top, the shared Lua of scripts/includes/
+// put in place of its `--- @include "name"` lines once, when this module loads. Each is defined on the
+// connection as an ioredis command (EVALSHA, EVAL once per socket and after a NOSCRIPT, which means the
+// script did not run), and its KEYS and ARGV are built by the one typed function beside it here.
+import { readFileSync } from 'node:fs';
+import { decide } from '../../ratelimit/decision.ts';
+import { STATE_TTL_MARGIN_MS, type LimitVerdict } from '../../ratelimit/gcra.ts';
+import type { LimitRequest, RateDecision } from '../../ratelimit/types.ts';
+import type { RedisConnection } from './connection.ts';
+import { costCountedKey, ownershipKey, rateLimitKey, usageKey } from './keys.ts';
+
+export type ScriptArg = string | number;
+
+export interface StoreScript<Input> {
+  /** The command ioredis defines for it. */
+  readonly command: string;
+  readonly lua: string;
+  /** Fixed by its file name, or undefined when each call gives it (`-n`). */
+  readonly numberOfKeys: number | undefined;
+  readonly build: (input: Input) => { keys: string[]; argv: ScriptArg[] };
+}
+
+const SCRIPTS_FOLDER = new URL('scripts/', import.meta.url);
+const INCLUDE_LINE = /^--- @include "([\w-]+)"$/gm;
+const FILE_NAME = /^(\w+)-(\d+|n)\.lua$/;
+
+function script<Input>(
+  file: string,
+  build: (input: Input) => { keys: string[]; argv: ScriptArg[] },
+): StoreScript<Input> {
+  const [, name, keyCount] = FILE_NAME.exec(file) ?? [];
+  if (name === undefined || keyCount === undefined) throw new Error(`script file ${file} names no key count`);
+  const lua = readFileSync(new URL(file, SCRIPTS_FOLDER), 'utf8').replace(INCLUDE_LINE, (_line, include) =>
+    readFileSync(new URL(`includes/${String(include)}.lua`, SCRIPTS_FOLDER), 'utf8'),
+  );
+  const numberOfKeys = keyCount === 'n' ? undefined : Number(keyCount);
+  return { command: `gengate_${name}`, lua, numberOfKeys, build };
+}
+
+/** The arguments of the scripts' command: KEYS then ARGV, led by the key count when the file has `-n`. */
+export function commandArgs<Input>(definition: StoreScript<Input>, input: Input): ScriptArg[] {
+  const { keys, argv } = definition.build(input);
+  if (definition.numberOfKeys === undefined) return [keys.length, ...keys, ...argv];
+  return [...keys, ...argv];
+}
+
+const TTL_MARGIN_ARG = String(STATE_TTL_MARGIN_MS);
+
+/** One tenant's limits as gcra.lua's read_limits takes them, appended to `keys` and `argv`. */
+function pushLimits(
+  tenantId: string,
+  limits: readonly LimitRequest[],
+  keys: string[],
+  argv: ScriptArg[],
+): void {
+  for (const request of limits) {
+    keys.push(rateLimitKey(tenantId, request.id));
+    argv.push(request.limit, request.windowSeconds, request.cost);
+  }
+}
+
+/** "now" for charge_limits: '' (this server's TIME) unless a test clock gives it. */
+export function scriptClockArg(scriptClock: (() => number) | undefined): string {
+  return scriptClock === undefined ? '' : String(scriptClock());
+}
+
+export const chargeLimitsScript = script(
+  'chargeLimits-n.lua',
+  (input: { clock: string; deadline: string; tenantId: string; limits: readonly LimitRequest[] }) => {
+    const keys: string[] = [];
+    const argv: ScriptArg[] = [input.clock, TTL_MARGIN_ARG, input.deadline];
+    pushLimits(input.tenantId, input.limits, keys, argv);
+    return { keys, argv };
+  },
+);
+
+export interface AdmissionCall {
+  requestId: string;
+  intent: 'claim' | 'own';
+  tenantId: string;
+  /** The pending record a claim writes; '' for `own`. */
+  claimRecord: string;
+  limits: readonly LimitRequest[];
+}
+
+export const admitScript = script(
+  'admit-n.lua',
+  (input: { clock: string; claimTtlMs: number; deadline: string; calls: readonly AdmissionCall[] }) => {
+    const keys: string[] = [];
+    const argv: ScriptArg[] = [
+      input.calls.length,
+      input.clock,
+      TTL_MARGIN_ARG,
+      input.claimTtlMs,
+      input.deadline,
+    ];
+    for (const call of input.calls) {
+      keys.push(ownershipKey(call.requestId));
+      argv.push(call.limits.length, call.intent, call.tenantId, call.claimRecord);
+      pushLimits(call.tenantId, call.limits, keys, argv);
+    }
+    return { keys, argv };
+  },
+);
+
+export const undoClaimScript = script(
+  'undoClaim-n.lua',
+  (input: { requestId: string; tenantId: string; record: string; limits: readonly LimitRequest[] }) => {
+    const keys = [ownershipKey(input.requestId)];
+    const argv: ScriptArg[] = [input.record, TTL_MARGIN_ARG];
+    pushLimits(input.tenantId, input.limits, keys, argv);
+    return { keys, argv };
+  },
+);
+
+export const claimScript = script(
+  'claim-1.lua',
+  (input: { requestId: string; record: string; ttlMs: number; deadline: string }) => ({
+    keys: [ownershipKey(input.requestId)],
+    argv: [input.record, input.ttlMs, input.deadline],
+  }),
+);
+
+export const releasePendingScript = script(
+  'releasePending-1.lua',
+  (input: { requestId: string; tenantId: string }) => ({
+    keys: [ownershipKey(input.requestId)],
+    argv: [input.tenantId],
+  }),
+);
+
+export interface RecordWrite {
+  requestId: string;
+  value: string;
+  tenantId: string;
+  ttlMs: number;
+}
+
+export const recordRequestIdsScript = script('recordRequestIds-n.lua', (records: readonly RecordWrite[]) => {
+  const keys: string[] = [];
+  const argv: ScriptArg[] = [];
+  for (const record of records) {
+    keys.push(ownershipKey(record.requestId));
+    argv.push(record.value, record.tenantId, record.ttlMs);
+  }
+  return { keys, argv };
+});
+
+export const countCostOnceScript = script(
+  'countCostOnce-3.lua',
+  (input: {
+    tenantId: string;
+    requestId: string;
+    month: string;
+    costUsd: number;
+    markTtlSeconds: number;
+    usageTtlSeconds: number;
+  }) => ({
+    keys: [
+      costCountedKey(input.tenantId, input.requestId),
+      usageKey(input.tenantId, input.month),
+      usageKey(input.tenantId, 'lifetime'),
+    ],
+    argv: [input.costUsd, input.markTtlSeconds, input.usageTtlSeconds],
+  }),
+);
+
+const SCRIPTS: readonly StoreScript<never>[] = [
+  chargeLimitsScript,
+  admitScript,
+  undoClaimScript,
+  claimScript,
+  releasePendingScript,
+  recordRequestIdsScript,
+  countCostOnceScript,
+];
+
+/** Defines every script as a command of `connection` (once per connection). */
+export function defineScripts(connection: RedisConnection): void {
+  for (const { command, lua, numberOfKeys } of SCRIPTS) {
+    connection.defineCommand(command, numberOfKeys === undefined ? { lua } : { lua, numberOfKeys });
+  }
+}
+
+const REPLY_HEADER_LENGTH = 2;
+const REPLY_VALUES_PER_LIMIT = 3;
+
+function integerAt(reply: readonly unknown[], index: number): number {
+  const value = reply[index];
+  if (typeof value !== 'number') throw new Error(`unexpected rate-limit script reply at ${index}`);
+  return value;
+}
+
+/** The decision in a reply of charge_limits (gcra.lua) for `limits`, asked in that order. */
+export function decisionFromReply(reply: unknown, limits: readonly LimitRequest[]): RateDecision {
+  if (
+    !Array.isArray(reply) ||
+    reply.length !== REPLY_HEADER_LENGTH + REPLY_VALUES_PER_LIMIT * limits.length
+  ) {
+    throw new Error('unexpected rate-limit script reply');
+  }
+  const verdicts: LimitVerdict[] = [];
+  for (let offset = REPLY_HEADER_LENGTH; offset < reply.length; offset += REPLY_VALUES_PER_LIMIT) {
+    verdicts.push({
+      remaining: integerAt(reply, offset),
+      fullAtMicros: integerAt(reply, offset + 1),
+      waitMicros: integerAt(reply, offset + 2),
+    });
+  }
+  return decide(limits, integerAt(reply, 0), integerAt(reply, 1) === 1, verdicts, true);
+}

@@ -1,0 +1,115 @@
+// Store commands issued during one turn of the event loop leave in one socket write.
+//
+// Under load the gateway sends several commands per turn (admissions, the records of answers, the usage
+// meter), and a command written at once costs a system call apiece: once the largest single cost of a
+// request in the CPU profile (docs/performance.md). On a single Redis the turn's commands go into one
+// ioredis pipeline (its public `pipeline()`, a callback per command), executed in the turn's check phase
+// (setImmediate, right after the poll phase has handed over every request that was ready), so they leave
+// together without waiting for any earlier reply: unlike ioredis's auto-pipelining, which holds new
+// commands back while a batch is in flight (decision 0003).
+//
+// Calls batched per turn (batch-per-turn.ts) join the turn's pipeline in an order that keeps what a
+// request reads up to date: the records of answers go before any later command (so a repeat admitted in
+// the same turn sees its original's answer, whatever path its admission takes), and the turn's admissions
+// go at its end, after those records. A Cluster sends each command at once: its keys spread over slots
+// that one pipeline cannot span.
+import { Redis, type ChainableCommander } from 'ioredis';
+import type { RedisConnection } from './connection.ts';
+import type { ScriptArg } from './scripts.ts';
+
+export type Send = () => void;
+
+/**
+ * When a batch of the turn is sent; both run before the turn's pipeline leaves. A send must not throw
+ * (batch-per-turn's hands every error to its callers): the sends after it in the turn would be lost.
+ */
+export interface TurnSchedule {
+  /** Before the next command sent on the connection, or at the end of the turn if none comes. */
+  beforeNextCommand: (send: Send) => void;
+  /** At the end of the turn (its check phase): the last of the turn's commands. */
+  atTurnEnd: (send: Send) => void;
+}
+
+export interface CommandSender {
+  /** Sends an ioredis command (a script's too) with `args`; answers its reply. */
+  send: (command: string, args: readonly ScriptArg[]) => Promise<unknown>;
+  /** Undefined on a Cluster, which batches nothing. */
+  turn: TurnSchedule | undefined;
+}
+
+function commandOf(target: RedisConnection | ChainableCommander, command: string) {
+  const method: unknown = Reflect.get(target, command);
+  if (typeof method !== 'function') throw new Error(`ioredis has no ${command} command`);
+  return method as (...args: unknown[]) => unknown;
+}
+
+export function createCommandSender(connection: RedisConnection): CommandSender {
+  if (!(connection instanceof Redis)) {
+    return {
+      send: (command, args) => commandOf(connection, command).call(connection, ...args) as Promise<unknown>,
+      turn: undefined,
+    };
+  }
+  let pipeline: ChainableCommander | undefined;
+  let beforeNext: Send[] = [];
+  let atEnd: Send[] = [];
+  let endScheduled = false;
+  // Each list is emptied before its sends run, so a send's own command does not run it again.
+  const run = (sends: Send[]): void => {
+    for (const send of sends) send();
+  };
+  const sendBeforeNext = (): void => {
+    const due = beforeNext;
+    beforeNext = [];
+    run(due);
+  };
+  const endTurn = (): void => {
+    try {
+      const due = atEnd;
+      atEnd = [];
+      run(due);
+      sendBeforeNext();
+    } finally {
+      endScheduled = false;
+      const sending = pipeline;
+      pipeline = undefined;
+      // Each command's reply or error goes to its own callback.
+      void sending?.exec();
+    }
+  };
+  const endTurnSoon = (): void => {
+    if (endScheduled) return;
+    endScheduled = true;
+    setImmediate(endTurn);
+  };
+  return {
+    send(command, args) {
+      if (beforeNext.length > 0) sendBeforeNext();
+      if (pipeline === undefined) {
+        pipeline = connection.pipeline();
+        endTurnSoon();
+      }
+      const target = pipeline;
+      return new Promise((resolve, reject) => {
+        commandOf(target, command).call(
+          target,
+          ...args,
+          (error: Error | null | undefined, reply?: unknown) => {
+            if (error === null || error === undefined) resolve(reply);
+            else reject(error);
+          },
+        );
+      });
+    },
+    turn: {
+      beforeNextCommand: (send) => {
+        beforeNext.push(send);
+        endTurnSoon();
+      },
+      atTurnEnd: (send) => {
+        atEnd.push(send);
+        endTurnSoon();
+      },
+    },
+  };
+}

@@ -1,0 +1,111 @@
+// Every call the Redis store makes goes through here, so the rate limiter, request ownership, admission
+// and usage fail the same way: while the breaker is open a call is not sent at all; a sent call is bounded
+// by the command deadline, timed and counted (gengate_store_operation_duration_seconds and _errors_total)
+// under its operation, and a failure trips the breaker once, whoever made the call. The caller says what
+// to answer instead (its fallback), knowing whether the store may have run the call.
+import { performance } from 'node:perf_hooks';
+import type { ObserveStore, StoreOperation } from '../metrics.ts';
+import type { StoreBreaker, StoreFailMode } from './circuit-breaker.ts';
+import { commandDeadline, type RedisConnection, type StoreLogger } from './connection.ts';
+import { commandArgs, defineScripts, type ScriptArg, type StoreScript } from './scripts.ts';
+import { createCommandSender, type TurnSchedule } from './send-per-turn.ts';
+import { StoreDeadlinePassedError, createStoreClock, type StoreClock } from './store-clock.ts';
+import { createUndoOnRecovery, type UndoOnRecovery } from './undo-on-recovery.ts';
+
+export interface StoreCallsOptions {
+  /** The connection's breaker, shared by every user of the connection. */
+  breaker: StoreBreaker;
+  commandTimeoutMs: number;
+  failMode: StoreFailMode;
+  logger: StoreLogger;
+  observeStore?: ObserveStore;
+  /** The store's clock as replies show it; a fresh one by default. */
+  clock?: StoreClock;
+}
+
+export interface StoreCalls {
+  readonly connection: RedisConnection;
+  readonly breaker: StoreBreaker;
+  readonly commandTimeoutMs: number;
+  readonly failMode: StoreFailMode;
+  readonly logger: StoreLogger;
+  /** The store's clock as replies show it, shared by the connection's users (deadlines). */
+  readonly clock: StoreClock;
+  /** Where calls given up on wait to be undone once the store answers. */
+  readonly undos: UndoOnRecovery;
+  /** When calls batched per turn are sent; undefined on a Cluster (send-per-turn.ts). */
+  readonly turn: TurnSchedule | undefined;
+  /** A command in this turn's write; its reply. Not bounded: run it inside `attempt`. */
+  send(command: string, args: readonly ScriptArg[]): Promise<unknown>;
+  /**
+   * A script with the KEYS and ARGV its typed function builds from `input`; its reply. Throws
+   * StoreDeadlinePassedError when the script ran past its deadline and changed nothing.
+   */
+  run<Input>(definition: StoreScript<Input>, input: Input): Promise<unknown>;
+  /** The deadline argument of a call sent now (store-clock.ts). */
+  deadlineArg(): string;
+  /**
+   * `call`'s value; or, when the breaker is open or the call fails, `fallback`'s, told whether the call
+   * was sent (the store may have run it, or may still).
+   */
+  attempt<T, F>(
+    operation: StoreOperation,
+    call: () => Promise<T>,
+    fallback: (sent: boolean) => F | Promise<F>,
+  ): Promise<T | F>;
+}
+
+/** Call before anything else listens to `breaker`: undos go out first when the store answers again. */
+export function createStoreCalls(connection: RedisConnection, options: StoreCallsOptions): StoreCalls {
+  const { breaker, commandTimeoutMs, failMode, logger, observeStore } = options;
+  const clock = options.clock ?? createStoreClock();
+  const undos = createUndoOnRecovery(breaker, logger);
+  const bounded = commandDeadline(connection, commandTimeoutMs);
+  const { send, turn } = createCommandSender(connection);
+  defineScripts(connection);
+
+  breaker.onChange((open) => {
+    if (open) logger.warn({ failMode }, 'store failing; bypassing it until it answers');
+    else logger.info({}, 'store answering again');
+  });
+
+  return {
+    connection,
+    breaker,
+    commandTimeoutMs,
+    failMode,
+    logger,
+    clock,
+    undos,
+    turn,
+    send,
+    async run(definition, input) {
+      const reply = await send(definition.command, commandArgs(definition, input));
+      // {'expired', the store's µs}: the call reached the store after the gateway gave up on it.
+      if (!Array.isArray(reply) || reply[0] !== 'expired') return reply;
+      if (typeof reply[1] === 'number') clock.observe(reply[1]);
+      throw new StoreDeadlinePassedError();
+    },
+    deadlineArg: () => clock.deadlineArg(commandTimeoutMs),
+    async attempt(operation, call, fallback) {
+      if (breaker.open) return fallback(false);
+      const started = performance.now();
+      let value;
+      try {
+        value = await bounded(call());
+      } catch (error) {
+        observeStore?.(operation, (performance.now() - started) / 1000, true);
+        // Calls in flight when the store failed all land here; only the first one reports it.
+        if (breaker.trip()) {
+          logger.warn(
+            { operation, err: error instanceof Error ? error.message : String(error) },
+            'store call failed',
+          );
+        }
+        return fallback(true);
+      }
+      observeStore?.(operation, (performance.now() - started) / 1000, false);
+      return value;
+    },
+  };
+}
