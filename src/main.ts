@@ -18,6 +18,8 @@ import { startTenantCountersAtZero } from './gateway/tenant-series.ts';
 import { startSimulator } from './simulator/server.ts';
 import { isOverloaded } from './overload/shed-load.ts';
 import { openStore } from './store/open-store.ts';
+import { openWebhookQueue } from './store/webhook-queue.ts';
+import { openWebhookService } from './webhooks/service.ts';
 import { createUpstreamClient, upstreamClientOptions } from './upstream/client.ts';
 
 const DEMO_CONFIG_PATH = 'config/demo.yaml';
@@ -89,6 +91,19 @@ const simulator = config.simulator.enabled
 
 const metrics = createMetrics();
 const store = await openStore(config.store, { logger, metrics });
+// Completion webhooks: every job's end is queued for its tenant's webhooks before the tracker lets go of it.
+const webhooks = await orExitOnConfigError(() =>
+  openWebhookService({
+    webhooks: config.webhooks,
+    openQueue: (step) => openWebhookQueue(config.store, step),
+    tenants: config.tenants,
+    registry: metrics.registry,
+    env: startupEnv,
+    baseDir: dirname(configPath),
+    logger,
+  }),
+);
+store.jobEnds.listen((end) => webhooks.onJobEnded(end));
 startTenantCountersAtZero(config.tenants, { metrics, store });
 metrics.configApplied(tenantConfigHash(config.tenants));
 metrics.reportMaxReplicas(config.store.replicas);
@@ -102,6 +117,9 @@ const configWatcher = watchConfig({
     assertTenantsReloadable(next, credentials);
     tenants = createTenantDirectory(next.tenants);
     startTenantCountersAtZero(next.tenants, { metrics, store });
+    webhooks.updateTenants(next.tenants).catch((error: unknown) => {
+      logger.warn({ err: error }, 'webhook secrets of the new configuration unusable; keeping the last ones');
+    });
     const restartOnly = sectionsNeedingRestart(config, next);
     if (restartOnly.length > 0)
       logger.warn({ sections: restartOnly }, 'changes outside tenants apply on restart');
@@ -117,6 +135,7 @@ const gateway = buildApp(config, {
   metrics,
   upstream,
   store,
+  webhooks,
 });
 const readiness = createReadiness({
   ...(config.store.failMode === 'closed' ? { storeAvailable: () => !store.limiter.degraded } : {}),
@@ -154,6 +173,8 @@ async function shutDown(signal: string): Promise<void> {
   }, DRAIN_TIMEOUT_MS);
   await gateway.close();
   clearTimeout(deadline);
+  // Webhook attempts in flight end now and are retried later, here or by another replica.
+  await webhooks.close();
   await Promise.all([
     admin.close(),
     drain.expired ? upstream.destroy() : upstream.close(),

@@ -49,7 +49,7 @@ export interface RetrySchedule {
  * The body: the record's text is spliced in as received, so its numbers keep the digits the upstream
  * wrote (a parse and re-serialisation would round a 19-digit integer).
  */
-export function payloadOf(delivery: Delivery): string {
+function payloadOf(delivery: Delivery): string {
   const head = JSON.stringify({
     type: delivery.event,
     timestamp: delivery.endedAt,
@@ -60,7 +60,7 @@ export function payloadOf(delivery: Delivery): string {
 }
 
 /** The Standard Webhooks headers of one attempt, one signature per signing secret. */
-export function signedHeaders(
+function signedHeaders(
   signers: readonly Webhook[],
   id: string,
   body: string,
@@ -80,7 +80,7 @@ function jitterFraction(id: string, failures: number): number {
 }
 
 /** The wait after the `failures`-th failed attempt: exponential, capped, with "equal jitter". */
-export function retryDelayMs(schedule: RetrySchedule, id: string, failures: number): number {
+function retryDelayMs(schedule: RetrySchedule, id: string, failures: number): number {
   const exponential = Math.min(schedule.maxDelayMs, schedule.firstDelayMs * 2 ** Math.min(failures - 1, 40));
   return Math.round(exponential / 2 + (exponential / 2) * jitterFraction(id, failures));
 }

@@ -57,7 +57,7 @@ export function parseAddress(text: string): Address | undefined {
 }
 
 /** Whether no list can ever allow this address. */
-export function isNeverAllowed(address: Address): boolean {
+function isNeverAllowed(address: Address): boolean {
   const never = address.kind() === 'ipv4' ? NEVER_ALLOWED_IPV4_RANGES : NEVER_ALLOWED_IPV6_RANGES;
   if (never.has(address.range())) return true;
   if (NEVER_ALLOWED_CIDRS.some((cidr) => inCidr(address, cidr))) return true;
@@ -70,9 +70,9 @@ interface CompiledList {
 }
 
 /** One entry of a destination list: a CIDR, a bare address, or a host glob (`*` any run of characters). */
-export type DestinationEntry = { kind: 'cidr'; cidr: [Address, number] } | { kind: 'host'; glob: RegExp };
+type DestinationEntry = { kind: 'cidr'; cidr: [Address, number] } | { kind: 'host'; glob: RegExp };
 
-export function parseDestinationEntry(entry: string): DestinationEntry {
+function parseDestinationEntry(entry: string): DestinationEntry {
   // Addresses are judged unmapped, so IPv4 ranges are listed in their IPv4 form.
   if (entry.includes('/') && ipaddr.isValidCIDR(entry)) {
     return { kind: 'cidr', cidr: ipaddr.parseCIDR(entry) };

@@ -7,13 +7,7 @@ import type { Delivery } from './delivery.ts';
 import type { DeliveryQueue } from './queue/delivery-queue.ts';
 import type { DeliveryResult } from './queue/step.ts';
 
-export const DELIVERY_RESULTS: readonly DeliveryResult[] = [
-  'delivered',
-  'retried',
-  'refused',
-  'dead',
-  'disabled',
-];
+const DELIVERY_RESULTS: readonly DeliveryResult[] = ['delivered', 'retried', 'refused', 'dead', 'disabled'];
 
 // From a loopback receiver's millisecond to the default attempt bound (10 s) and beyond.
 const DURATION_BUCKETS_SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];

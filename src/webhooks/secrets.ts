@@ -7,6 +7,7 @@
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { Webhook } from 'standardwebhooks';
+import { ConfigError, type ConfigProblem } from '../config/problems.ts';
 import { watchFileChanges } from '../config/watch-file.ts';
 
 export type WebhookSecretSource = { env: string } | { file: string };
@@ -36,13 +37,15 @@ export interface ConfiguredWebhookSecret {
   tenant: string;
   webhookId: string;
   secret: WebhookSecretSource;
+  /** Where the configuration names it (`tenants[0].webhooks[1].secret`), for its problems. */
+  path: string;
 }
 
 const DEFAULT_DEBOUNCE_MS = 200;
 const DEFAULT_POLL_INTERVAL_MS = 5_000;
 
 /** The signers of a secret value, or the reason it cannot sign (never quoting the value). */
-export function signersOfValue(value: string): Webhook[] | string {
+function signersOfValue(value: string): Webhook[] | string {
   const secrets = value.split(/\s+/).filter((part) => part !== '');
   if (secrets.length === 0) return 'no secret';
   const signers: Webhook[] = [];
@@ -70,15 +73,15 @@ async function readSecretFile(path: string): Promise<{ value: string } | { reaso
   }
 }
 
-/** Reads every secret now; throws naming each webhook whose secret is missing or malformed. */
+/** Reads every secret now; throws a ConfigError naming each webhook whose secret is missing or malformed. */
 export async function openWebhookSecrets(
   webhooks: readonly ConfiguredWebhookSecret[],
   options: WebhookSecretsOptions,
 ): Promise<WebhookSigners> {
   const held = new Map<string, HeldSecret>();
-  const problems: string[] = [];
+  const problems: ConfigProblem[] = [];
   const stops: (() => void)[] = [];
-  for (const { tenant, webhookId, secret } of webhooks) {
+  for (const { tenant, webhookId, secret, path } of webhooks) {
     const where = `tenant ${tenant} webhook ${webhookId}`;
     const read =
       'env' in secret
@@ -88,7 +91,7 @@ export async function openWebhookSecrets(
         : await readSecretFile(resolve(options.baseDir, secret.file));
     const signers = 'value' in read ? signersOfValue(read.value) : read.reason;
     if (typeof signers === 'string') {
-      problems.push(`${where}: ${signers}`);
+      problems.push({ path, message: signers });
       continue;
     }
     const entry: HeldSecret = {
@@ -103,7 +106,7 @@ export async function openWebhookSecrets(
   }
   if (problems.length > 0) {
     for (const stop of stops) stop();
-    throw new Error(`webhook secrets: ${problems.join('; ')}`);
+    throw new ConfigError(problems);
   }
   return {
     signersOf(tenant, webhookId) {

@@ -3,14 +3,13 @@
 // from there, at least once, by whichever replica is free.
 import { createHash } from 'node:crypto';
 import type { Registry } from 'prom-client';
+import { formatPath } from '../config/problems.ts';
 import type { GatewayConfig, TenantConfig } from '../config/schema.ts';
 import type { JobEnd } from '../jobs/job-ends.ts';
 import type { Delivery, DeliveryView, WebhookEvent } from './delivery.ts';
 import { compileDestinations } from './destinations.ts';
 import { createWebhookMetrics } from './metrics.ts';
-import { openBullmqQueue } from './queue/bullmq-queue.ts';
-import type { DeliveryQueue } from './queue/delivery-queue.ts';
-import { openMemoryQueue } from './queue/memory-queue.ts';
+import type { DeliveryQueue, OpenDeliveryQueue } from './queue/delivery-queue.ts';
 import { DestinationSlots, type StepDependencies } from './queue/step.ts';
 import { openWebhookSecrets, type SecretLogger, type WebhookSigners } from './secrets.ts';
 import { resolveWithSystem, type ResolveHost } from './send.ts';
@@ -27,7 +26,8 @@ export interface WebhookService {
 
 export interface WebhookServiceOptions {
   webhooks: GatewayConfig['webhooks'];
-  store: GatewayConfig['store'];
+  /** The store's queue (src/store/webhook-queue.ts). */
+  openQueue: OpenDeliveryQueue;
   tenants: readonly TenantConfig[];
   registry: Registry;
   env: NodeJS.ProcessEnv;
@@ -35,17 +35,10 @@ export interface WebhookServiceOptions {
   logger?: SecretLogger;
   /** The resolver of webhook host names; the machine's by default. */
   resolveHost?: ResolveHost;
-  /** Redis only: how long a dead replica's in-flight attempt stays claimed before another takes it. */
-  lockDurationMs?: number;
-  /** Redis only: whether this replica attempts deliveries, or only queues them. */
-  work?: boolean;
 }
 
 // An answer is read only to learn its status: 64 KiB is more than any acknowledgement needs.
 const MAX_RESPONSE_BYTES = 64 * 1024;
-const DEFAULT_LOCK_DURATION_MS = 30_000;
-// Attempts in flight in one replica, all destinations together; each destination has its own share.
-const WORKER_CONCURRENCY = 64;
 
 /**
  * The delivery id (the `webhook-id`) of one job's event for one webhook: derived, not drawn, so a job
@@ -66,8 +59,13 @@ export function deliveryIdOf(
 }
 
 function secretsOf(tenants: readonly TenantConfig[]) {
-  return tenants.flatMap((tenant) =>
-    tenant.webhooks.map((webhook) => ({ tenant: tenant.id, webhookId: webhook.id, secret: webhook.secret })),
+  return tenants.flatMap((tenant, tenantIndex) =>
+    tenant.webhooks.map((webhook, index) => ({
+      tenant: tenant.id,
+      webhookId: webhook.id,
+      secret: webhook.secret,
+      path: formatPath(['tenants', tenantIndex, 'webhooks', index, 'secret']),
+    })),
   );
 }
 
@@ -100,20 +98,7 @@ export async function openWebhookService(options: WebhookServiceOptions): Promis
     slots: new DestinationSlots(webhooks.concurrencyPerDestination),
     observe: metrics.observe,
   };
-  const queue: DeliveryQueue =
-    options.store.kind === 'memory'
-      ? openMemoryQueue(step)
-      : await openBullmqQueue({
-          redis: {
-            url: options.store.redis.url,
-            ...(options.store.redis.nodes === undefined ? {} : { nodes: options.store.redis.nodes }),
-            keyPrefix: options.store.redis.keyPrefix,
-          },
-          step,
-          workerConcurrency: WORKER_CONCURRENCY,
-          lockDurationMs: options.lockDurationMs ?? DEFAULT_LOCK_DURATION_MS,
-          work: options.work ?? true,
-        });
+  const queue: DeliveryQueue = await options.openQueue(step);
 
   return {
     async onJobEnded(settlement) {

@@ -1,6 +1,8 @@
 // What the webhook service asks of a queue, whichever store keeps it: Redis through BullMQ
-// (src/webhooks/queue/bullmq-queue.ts, every replica sharing it) or this process (memory-queue.ts).
+// (src/store/redis/webhook-queue.ts, every replica sharing it) or this process
+// (src/store/memory/webhook-queue.ts); src/store/webhook-queue.ts opens the one the store names.
 import type { Delivery, DeliveryView } from '../delivery.ts';
+import type { StepDependencies } from './step.ts';
 
 export interface PendingSummary {
   count: number;
@@ -18,6 +20,9 @@ export interface DeliveryQueue {
   pending(tenant: string): Promise<PendingSummary>;
   close(): Promise<void>;
 }
+
+/** Opens the queue of the configured store, running its attempts with these steps. */
+export type OpenDeliveryQueue = (step: Omit<StepDependencies, 'endpoints'>) => Promise<DeliveryQueue>;
 
 /** How many deliveries per tenant the list remembers. */
 export const RECENT_DELIVERIES_KEPT = 1_000;

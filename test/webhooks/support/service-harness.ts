@@ -3,10 +3,8 @@
 import { Registry } from 'prom-client';
 import type { GatewayConfig, TenantConfig } from '../../../src/config/schema.ts';
 import type { JobEnd } from '../../../src/jobs/job-ends.ts';
-import {
-  openWebhookService,
-  type WebhookService,
-} from '../../../src/webhooks/service.ts';
+import { openWebhookQueue } from '../../../src/store/webhook-queue.ts';
+import { openWebhookService, type WebhookService } from '../../../src/webhooks/service.ts';
 
 export const SECRET_A = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 export const SECRET_B = 'whsec_dGVzdC1zZWNyZXQtYi0xMjM0NTY3ODkwYWJjZA==';
@@ -70,13 +68,15 @@ export async function openTestService(options: {
 }): Promise<WebhookService> {
   return openWebhookService({
     webhooks: webhookSettings(options.webhooks),
-    store: storeOf(options.redisUrl),
+    openQueue: (step) =>
+      openWebhookQueue(storeOf(options.redisUrl), step, {
+        ...(options.lockDurationMs === undefined ? {} : { lockDurationMs: options.lockDurationMs }),
+        ...(options.work === undefined ? {} : { work: options.work }),
+      }),
     tenants: options.tenants,
     registry: options.registry ?? new Registry(),
     env: { SECRET_A, SECRET_B },
     baseDir: options.baseDir ?? process.cwd(),
-    ...(options.lockDurationMs === undefined ? {} : { lockDurationMs: options.lockDurationMs }),
-    ...(options.work === undefined ? {} : { work: options.work }),
   });
 }
 

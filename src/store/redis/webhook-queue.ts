@@ -6,13 +6,13 @@
 // All keys share one hash tag, so the queue works on a Redis Cluster as on a single Redis.
 import { DelayedError, Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
 import { Cluster, Redis } from 'ioredis';
-import type { Delivery, DeliveryView } from '../delivery.ts';
+import type { Delivery, DeliveryView } from '../../webhooks/delivery.ts';
 import {
   RECENT_DELIVERIES_KEPT,
   endpointKey,
   type DeliveryQueue,
   type PendingSummary,
-} from './delivery-queue.ts';
+} from '../../webhooks/queue/delivery-queue.ts';
 import {
   queuedDelivery,
   requeued,
@@ -20,7 +20,7 @@ import {
   viewOf,
   type QueuedDelivery,
   type StepDependencies,
-} from './step.ts';
+} from '../../webhooks/queue/step.ts';
 
 export interface RedisQueueTarget {
   url?: string;
@@ -47,6 +47,23 @@ const KEEP_DELIVERED_SECONDS = 7 * 86_400;
 const KEEP_DEAD_SECONDS = 30 * 86_400;
 // A replica killed mid-attempt must never turn a delivery dead: its job is always handed on.
 const MAX_STALLED_COUNT = 1_000_000;
+// BullMQ's connections wait for Redis instead of failing; the job tracker, which hands each job's end
+// over here, must hear of a Redis that is down in bounded time (it then tells the end again later).
+const ENQUEUE_TIMEOUT_MS = 5_000;
+
+async function withinTime<T>(ms: number, work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => {
+      reject(new Error(`webhook queue did not answer within ${ms} ms`));
+    }, ms);
+  });
+  try {
+    return await Promise.race([work, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 // BullMQ needs connections that wait for Redis rather than fail fast (its blocking reads and retries
 // depend on it), and refuses ioredis' keyPrefix: its own prefix carries the hash tag instead.
@@ -105,8 +122,23 @@ export async function openBullmqQueue(options: BullmqQueueOptions): Promise<Deli
   // A worker's errors (a lost connection, a lock it could not renew) are BullMQ's to recover from; an
   // unhandled 'error' event would end the process.
   worker?.on('error', () => undefined);
-  await queue.waitUntilReady();
-  await worker?.waitUntilReady();
+  // Not waited for: a Redis that is down at start must not hold the gateway's start (it fails open);
+  // BullMQ connects in the background.
+
+  const enqueueAll = async (deliveries: readonly Delivery[]) => {
+    for (const delivery of deliveries) {
+      await client.zadd(pendingKey(delivery.tenant), delivery.queuedAt, delivery.id);
+      await client.zadd(recentKey(delivery.tenant), delivery.queuedAt, delivery.id);
+      await client.zremrangebyrank(recentKey(delivery.tenant), 0, -RECENT_DELIVERIES_KEPT - 1);
+    }
+    await queue.addBulk(
+      deliveries.map((delivery) => ({
+        name: delivery.event,
+        data: queuedDelivery(delivery),
+        opts: { ...jobOptions, jobId: delivery.id },
+      })),
+    );
+  };
 
   const jobOptions = {
     removeOnComplete: { age: KEEP_DELIVERED_SECONDS },
@@ -116,18 +148,7 @@ export async function openBullmqQueue(options: BullmqQueueOptions): Promise<Deli
   return {
     async enqueue(deliveries: readonly Delivery[]) {
       if (deliveries.length === 0) return;
-      for (const delivery of deliveries) {
-        await client.zadd(pendingKey(delivery.tenant), delivery.queuedAt, delivery.id);
-        await client.zadd(recentKey(delivery.tenant), delivery.queuedAt, delivery.id);
-        await client.zremrangebyrank(recentKey(delivery.tenant), 0, -RECENT_DELIVERIES_KEPT - 1);
-      }
-      await queue.addBulk(
-        deliveries.map((delivery) => ({
-          name: delivery.event,
-          data: queuedDelivery(delivery),
-          opts: { ...jobOptions, jobId: delivery.id },
-        })),
-      );
+      await withinTime(ENQUEUE_TIMEOUT_MS, enqueueAll(deliveries));
     },
 
     async list(tenant: string, limit: number): Promise<DeliveryView[]> {

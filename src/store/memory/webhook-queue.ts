@@ -1,13 +1,13 @@
 // Deliveries in this process, for the memory store (one replica): the same steps as on Redis
 // (src/webhooks/queue/step.ts), scheduled with timers. Nothing survives a restart, as nothing else of the
 // memory store does.
-import type { Delivery, DeliveryView } from '../delivery.ts';
+import type { Delivery, DeliveryView } from '../../webhooks/delivery.ts';
 import {
   RECENT_DELIVERIES_KEPT,
   endpointKey,
   type DeliveryQueue,
   type PendingSummary,
-} from './delivery-queue.ts';
+} from '../../webhooks/queue/delivery-queue.ts';
 import {
   queuedDelivery,
   requeued,
@@ -15,7 +15,7 @@ import {
   viewOf,
   type QueuedDelivery,
   type StepDependencies,
-} from './step.ts';
+} from '../../webhooks/queue/step.ts';
 
 const BUSY_RETRY_MS = 1_000;
 
