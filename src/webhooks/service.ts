@@ -69,6 +69,16 @@ function secretsOf(tenants: readonly TenantConfig[]) {
   );
 }
 
+// The record is spliced into the payload as received: a text that is not JSON would corrupt the payload.
+function isJsonText(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export async function openWebhookService(options: WebhookServiceOptions): Promise<WebhookService> {
   const { webhooks } = options;
   let tenants = new Map(options.tenants.map((tenant) => [tenant.id, tenant]));
@@ -117,7 +127,7 @@ export async function openWebhookService(options: WebhookServiceOptions): Promis
           requestId: settlement.requestId,
           route: settlement.route,
           endedAt: settlement.endedAt.toISOString(),
-          record: settlement.record,
+          record: settlement.record !== null && isJsonText(settlement.record) ? settlement.record : null,
           queuedAt,
         }));
       await queue.enqueue(deliveries);

@@ -4,6 +4,7 @@ import { Registry } from 'prom-client';
 import type { GatewayConfig, TenantConfig } from '../../../src/config/schema.ts';
 import type { JobEnd } from '../../../src/jobs/job-ends.ts';
 import { openWebhookQueue } from '../../../src/store/webhook-queue.ts';
+import type { SecretLogger } from '../../../src/webhooks/secrets.ts';
 import { openWebhookService, type WebhookService } from '../../../src/webhooks/service.ts';
 
 export const SECRET_A = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
@@ -65,6 +66,7 @@ export async function openTestService(options: {
   lockDurationMs?: number;
   work?: boolean;
   registry?: Registry;
+  logger?: SecretLogger;
 }): Promise<WebhookService> {
   return openWebhookService({
     webhooks: webhookSettings(options.webhooks),
@@ -77,6 +79,7 @@ export async function openTestService(options: {
     registry: options.registry ?? new Registry(),
     env: { SECRET_A, SECRET_B },
     baseDir: options.baseDir ?? process.cwd(),
+    ...(options.logger === undefined ? {} : { logger: options.logger }),
   });
 }
 
