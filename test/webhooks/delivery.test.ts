@@ -1,4 +1,4 @@
-// Deliveries end to end, on the memory store and on a real Redis (BullMQ), to real receivers over real
+// Deliveries end to end, on the memory store, a real Redis and a real Redis Cluster (BullMQ), to real receivers over real
 // sockets: retried until the receiver is back, with the same webhook-id on every attempt and signatures
 // the standardwebhooks verifier accepts; dead after the last attempt and redelivered by hand; 410
 // disables the endpoint; a receiver that never answers holds only its own destination.
@@ -6,7 +6,12 @@ import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { WebhookService } from '../../src/webhooks/service.ts';
-import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
+import {
+  startRedisCluster,
+  startRedisServer,
+  type RedisCluster,
+  type RedisServer,
+} from '../support/redis-server.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { answerStatus, startReceiver, type Receiver } from './support/receiver.ts';
 import {
@@ -18,17 +23,18 @@ import {
 } from './support/service-harness.ts';
 
 let redis: RedisServer;
+let cluster: RedisCluster;
 beforeAll(async () => {
-  redis = await startRedisServer();
+  [redis, cluster] = await Promise.all([startRedisServer(), startRedisCluster()]);
 });
 afterAll(async () => {
-  await redis.stop();
+  await Promise.all([redis.stop(), cluster.stop()]);
 });
 
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const close of closers.splice(0).reverse()) await close();
-  await redis.client().flushall();
+  await Promise.all([redis, ...cluster.servers].map((server) => server.client().flushall()));
 });
 
 async function receiver(answer = answerStatus(204), port = 0): Promise<Receiver> {
@@ -37,15 +43,18 @@ async function receiver(answer = answerStatus(204), port = 0): Promise<Receiver>
   return started;
 }
 
-describe.each([
-  ['memory', () => undefined],
-  ['redis', () => redis.url],
-])('webhook deliveries (%s store)', (_kind, redisUrl) => {
+type StoreOptions = Pick<Parameters<typeof openTestService>[0], 'redisUrl' | 'redisNodes'>;
+const STORES: [string, () => StoreOptions][] = [
+  ['memory', () => ({})],
+  ['redis', () => ({ redisUrl: redis.url })],
+  ['redis cluster', () => ({ redisNodes: cluster.nodes })],
+];
+
+describe.each(STORES)('webhook deliveries (%s store)', (_kind, storeOptions) => {
   async function service(
-    options: Omit<Parameters<typeof openTestService>[0], 'redisUrl'>,
+    options: Omit<Parameters<typeof openTestService>[0], 'redisUrl' | 'redisNodes'>,
   ): Promise<WebhookService> {
-    const url = redisUrl();
-    const opened = await openTestService({ ...options, ...(url === undefined ? {} : { redisUrl: url }) });
+    const opened = await openTestService({ ...options, ...storeOptions() });
     closers.push(() => opened.close());
     return opened;
   }

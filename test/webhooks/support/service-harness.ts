@@ -48,10 +48,18 @@ export function webhookSettings(
   };
 }
 
-export function storeOf(redisUrl: string | undefined): GatewayConfig['store'] {
+export function storeOf(
+  redisUrl: string | undefined,
+  redisNodes?: { host: string; port: number }[],
+): GatewayConfig['store'] {
   return {
-    kind: redisUrl === undefined ? 'memory' : 'redis',
-    redis: { url: redisUrl ?? 'redis://127.0.0.1:1/0', keyPrefix: 'gengate-test:', commandTimeoutMs: 100 },
+    kind: redisUrl === undefined && redisNodes === undefined ? 'memory' : 'redis',
+    redis: {
+      url: redisUrl ?? 'redis://127.0.0.1:1/0',
+      ...(redisNodes === undefined ? {} : { nodes: redisNodes }),
+      keyPrefix: 'gengate-test:',
+      commandTimeoutMs: 100,
+    },
     failMode: 'open',
     replicas: 1,
     ownershipTtlSeconds: 3600,
@@ -60,6 +68,8 @@ export function storeOf(redisUrl: string | undefined): GatewayConfig['store'] {
 
 export async function openTestService(options: {
   redisUrl?: string;
+  /** Seed nodes of a Redis Cluster, instead of redisUrl. */
+  redisNodes?: { host: string; port: number }[];
   tenants: TenantConfig[];
   webhooks?: Partial<GatewayConfig['webhooks']>;
   baseDir?: string;
@@ -71,7 +81,7 @@ export async function openTestService(options: {
   return openWebhookService({
     webhooks: webhookSettings(options.webhooks),
     openQueue: (step) =>
-      openWebhookQueue(storeOf(options.redisUrl), step, {
+      openWebhookQueue(storeOf(options.redisUrl, options.redisNodes), step, {
         ...(options.lockDurationMs === undefined ? {} : { lockDurationMs: options.lockDurationMs }),
         ...(options.work === undefined ? {} : { work: options.work }),
       }),
