@@ -26,6 +26,12 @@ export function openMemoryQueue(step: Omit<StepDependencies, 'endpoints'>): Deli
   const timers = new Map<string, NodeJS.Timeout>();
   const running = new Set<Promise<void>>();
   const disabled = new Set<string>();
+  // Deliveries that found their destination's slots all taken, woken one by one as attempts to it end
+  // (in one process the queue knows when a slot frees; the Redis queue looks again a second later), and
+  // after BUSY_RETRY_MS in any case, in case the slot freed before they queued up.
+  const waiting = new Map<string, string[]>();
+  const inFlight = new Set<string>();
+  const destinationOf = (delivery: Delivery) => new URL(delivery.url).host;
   let closed = false;
   const endpoints: StepDependencies['endpoints'] = {
     isDisabled: (delivery) => Promise.resolve(disabled.has(endpointKey(delivery))),
@@ -52,12 +58,18 @@ export function openMemoryQueue(step: Omit<StepDependencies, 'endpoints'>): Deli
 
   const attempt = async (id: string) => {
     const delivery = deliveries.get(id);
-    if (delivery === undefined || closed) return;
-    const outcome = await stepDelivery(delivery, { ...step, endpoints });
+    // A finished delivery runs again only once redeliver() has queued it anew.
+    if (delivery?.nextAttemptAt == null || closed || inFlight.has(id)) return;
+    const destination = destinationOf(delivery);
+    inFlight.add(id);
+    const outcome = await stepDelivery(delivery, { ...step, endpoints }).finally(() => inFlight.delete(id));
     if (outcome.kind === 'busy') {
+      waiting.set(destination, [...(waiting.get(destination) ?? []), id]);
       schedule(id, Date.now() + BUSY_RETRY_MS);
       return;
     }
+    const next = waiting.get(destination)?.shift();
+    if (next !== undefined) schedule(next, Date.now());
     deliveries.set(id, outcome.delivery);
     if (outcome.kind === 'retry') schedule(id, outcome.at);
   };
