@@ -17,7 +17,7 @@ import { createMetrics } from './observability/metrics.ts';
 import { startTenantCountersAtZero } from './gateway/tenant-series.ts';
 import { startSimulator } from './simulator/server.ts';
 import { isOverloaded } from './overload/shed-load.ts';
-import { openStore } from './store/open-store.ts';
+import { openStore, storeJobOptions } from './store/open-store.ts';
 import { openWebhookQueue } from './store/webhook-queue.ts';
 import { openWebhookService } from './webhooks/service.ts';
 import { createUpstreamClient, upstreamClientOptions } from './upstream/client.ts';
@@ -90,7 +90,7 @@ const simulator = config.simulator.enabled
   : undefined;
 
 const metrics = createMetrics();
-const store = await openStore(config.store, { logger, metrics });
+const store = await openStore(config.store, { logger, metrics, jobs: storeJobOptions(config) });
 // Completion webhooks: every job's end is queued for its tenant's webhooks before the tracker lets go of it.
 const webhooks = await orExitOnConfigError(() =>
   openWebhookService({

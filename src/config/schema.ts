@@ -54,6 +54,15 @@ const DEFAULT_WEBHOOK_GIVE_UP_AFTER_SECONDS = 86_400;
 const DEFAULT_WEBHOOK_CONCURRENCY_PER_DESTINATION = 4;
 const DEFAULT_WEBHOOK_SECRET_OVERLAP_SECONDS = 3_600;
 export const WEBHOOK_EVENTS = ['job.completed', 'job.failed', 'job.cancelled', 'job.expired'] as const;
+// The job tracker (docs/budgets.md): a lease long enough for one round of polls, the service's own
+// lifetime of a record, and a share of the account's rate limit (DEFAULT_SIMULATOR_REQUESTS_PER_MINUTE).
+export const DEFAULT_JOB_LEASE_MS = 30_000;
+export const DEFAULT_JOB_MAX_AGE_SECONDS = 86_400;
+const DEFAULT_JOB_MAX_POLLS_PER_SECOND_PER_CREDENTIAL = 5;
+const DEFAULT_JOB_FIRST_POLL_MS = 1_000;
+const DEFAULT_JOB_MAX_POLL_INTERVAL_MS = 30_000;
+// The service's published video prices (docs/budgets.md).
+const DEFAULT_VIDEO_USD_PER_SECOND = { '480p': 0.0062, '720p': 0.014, '1080p': 0.031 } as const;
 const MAX_LIMIT_WINDOW_SECONDS = 86_400;
 const MAX_UPSTREAM_SAMPLES = 20;
 const MAX_UPSTREAM_STEPS = 50;
@@ -139,10 +148,14 @@ const LoggingSchema = object(
   {},
 );
 
+const maxJobsInFlight = Type.Optional(Type.Integer({ minimum: 1 }));
 const CredentialSchema = Type.Union(
   [
-    object({ env: Type.String({ pattern: ENV_NAME_PATTERN, description: 'an environment variable name' }) }),
-    object({ file: Type.String({ minLength: 1 }) }),
+    object({
+      env: Type.String({ pattern: ENV_NAME_PATTERN, description: 'an environment variable name' }),
+      maxJobsInFlight,
+    }),
+    object({ file: Type.String({ minLength: 1 }), maxJobsInFlight }),
   ],
   { description: 'exactly one of { env: VARIABLE_NAME } or { file: PATH }' },
 );
@@ -248,12 +261,43 @@ const WebhooksSchema = object(
   {},
 );
 
+const usd = (defaultValue?: number) =>
+  Type.Number({ minimum: 0, ...(defaultValue === undefined ? {} : { default: defaultValue }) });
+
+const PricingSchema = object(
+  {
+    images: Type.Array(object({ model: Type.String(), usdPerSample: usd() }), { default: [] }),
+    videoUsdPerSecond: object(
+      {
+        '480p': usd(DEFAULT_VIDEO_USD_PER_SECOND['480p']),
+        '720p': usd(DEFAULT_VIDEO_USD_PER_SECOND['720p']),
+        '1080p': usd(DEFAULT_VIDEO_USD_PER_SECOND['1080p']),
+      },
+      {},
+    ),
+  },
+  {},
+);
+
 const TenantWebhookSchema = object({
   id: Type.String({ pattern: TENANT_ID_PATTERN, description: TENANT_ID_DESCRIPTION }),
   url: Type.String({ pattern: '^https?://[^\\s]+$', description: 'an http or https URL' }),
   secret: CredentialSchema,
   events: Type.Array(oneOf(WEBHOOK_EVENTS), { minItems: 1, uniqueItems: true }),
 });
+const JobsSchema = object(
+  {
+    leaseMs: positiveMs(DEFAULT_JOB_LEASE_MS),
+    maxAgeSeconds: Type.Integer({ minimum: 1, default: DEFAULT_JOB_MAX_AGE_SECONDS }),
+    maxPollsPerSecondPerCredential: Type.Integer({
+      minimum: 1,
+      default: DEFAULT_JOB_MAX_POLLS_PER_SECOND_PER_CREDENTIAL,
+    }),
+    firstPollMs: positiveMs(DEFAULT_JOB_FIRST_POLL_MS),
+    maxPollIntervalMs: positiveMs(DEFAULT_JOB_MAX_POLL_INTERVAL_MS),
+  },
+  {},
+);
 
 const TenantKeySchema = object({
   sha256: Type.String({ pattern: '^[0-9a-f]{64}$', description: '64 lowercase hexadecimal characters' }),
@@ -325,6 +369,13 @@ const TenantSchema = object({
   policy: PolicySchema,
   limits: Type.Array(LimitSchema, { default: [] }),
   webhooks: Type.Array(TenantWebhookSchema, { default: [] }),
+  budget: Type.Optional(
+    Type.Object(
+      { dailyUsd: Type.Optional(usd()), monthlyUsd: Type.Optional(usd()) },
+      { additionalProperties: false, minProperties: 1 },
+    ),
+  ),
+  jobs: Type.Optional(object({ maxInFlight: Type.Integer({ minimum: 1 }) })),
 });
 
 export const ConfigSchema = object({
@@ -334,6 +385,8 @@ export const ConfigSchema = object({
   upstream: UpstreamSchema,
   simulator: SimulatorSchema,
   store: StoreSchema,
+  pricing: PricingSchema,
+  jobs: JobsSchema,
   webhooks: WebhooksSchema,
   tenants: Type.Array(TenantSchema, { default: [] }),
 });
@@ -342,6 +395,8 @@ export type GatewayConfig = Static<typeof ConfigSchema>;
 export type TenantConfig = GatewayConfig['tenants'][number];
 export type TenantPolicy = TenantConfig['policy'];
 export type TenantLimit = TenantConfig['limits'][number];
+export type PricingConfig = GatewayConfig['pricing'];
+export type JobsConfig = GatewayConfig['jobs'];
 
 /** What docs/configuration.md says of an option; its type, range and default come from the schema. */
 export interface OptionDoc {
@@ -403,8 +458,8 @@ export const CONFIG_OPTION_DOCS: Readonly<Record<string, OptionDoc>> = {
     text: 'largest upstream response read; a larger one is cut off and answered `502 upstream_unavailable`.',
   },
   'upstream.credentials': {
-    type: 'map of name → `{ env: VARIABLE }` or `{ file: PATH }`',
-    text: 'named upstream tokens (see below); names are 1–63 letters, digits, `-` or `_`.',
+    type: 'map of name → `{ env: VARIABLE }` or `{ file: PATH }`, each with an optional `maxJobsInFlight`',
+    text: "named upstream tokens (see below); names are 1–63 letters, digits, `-` or `_`. `maxJobsInFlight`: the account's own cap on unfinished jobs, shared by every tenant on it (`429 too_many_jobs_in_flight` beyond it).",
   },
   'simulator.enabled': { text: 'start the built-in upstream simulator (demo and tests only).' },
   'simulator.host': { text: 'simulator address.' },
@@ -454,6 +509,26 @@ export const CONFIG_OPTION_DOCS: Readonly<Record<string, OptionDoc>> = {
   },
   'webhooks.secretOverlapSeconds': {
     text: "how long the secrets a webhook's secret file held before a change keep signing beside the new ones.",
+  },
+  'pricing.images': {
+    type: 'list of `{ model: glob, usdPerSample }`',
+    text: 'what one image sample is expected to cost, by the first entry whose glob matches the model (`*` also matches a request without model); the service publishes no image price ([budgets](budgets.md)).',
+  },
+  'pricing.images[].model': { text: 'model glob, as in `policy.models`' },
+  'pricing.images[].usdPerSample': { text: 'USD per sample' },
+  'pricing.videoUsdPerSecond.480p': { text: 'USD per video second at 480p (also a video without size).' },
+  'pricing.videoUsdPerSecond.720p': { text: 'USD per video second at 720p.' },
+  'pricing.videoUsdPerSecond.1080p': { text: 'USD per video second at 1080p.' },
+  'jobs.leaseMs': {
+    text: "how long a replica holds a tracked job before another may take it over (a dead replica's jobs move within it).",
+  },
+  'jobs.maxAgeSeconds': { text: 'a job not ended this long after submission is given up as `expired`.' },
+  'jobs.maxPollsPerSecondPerCredential': {
+    text: "the tracker's upstream polls per second per credential, summed over every replica (they spend the account's rate limit).",
+  },
+  'jobs.firstPollMs': { text: "the tracker's first poll of a job, after its submission." },
+  'jobs.maxPollIntervalMs': {
+    text: 'the longest wait between two polls of one job (the backoff doubles up to it).',
   },
   tenants: { type: 'list', text: 'the callers (below).' },
   'tenants[].id': { text: 'unique tenant id; used in logs and metric labels' },
@@ -535,5 +610,14 @@ export const CONFIG_OPTION_DOCS: Readonly<Record<string, OptionDoc>> = {
   'tenants[].webhooks[].events': {
     type: 'non-empty list of `job.completed`, `job.failed`, `job.cancelled`, `job.expired`',
     text: 'the job ends it is told of',
+  },
+  'tenants[].budget.dailyUsd': {
+    default: 'no budget',
+    text: 'USD the tenant may spend per calendar day (UTC); a create reserves its expected cost, `429 budget_exceeded` when it does not fit',
+  },
+  'tenants[].budget.monthlyUsd': { default: 'no budget', text: 'the same per calendar month (UTC)' },
+  'tenants[].jobs.maxInFlight': {
+    default: 'no cap',
+    text: 'unfinished jobs at once; a create beyond it gets `429 too_many_jobs_in_flight`',
   },
 };

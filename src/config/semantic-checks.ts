@@ -1,8 +1,9 @@
 // The rules a JSON Schema cannot express: references between tenants, keys and credentials. They read
 // only the parts of the file that passed the schema (src/config/well-formed-parts.ts).
 import { MAX_LIMIT_TIMES_WINDOW_SECONDS } from './limit-bounds.ts';
-import { modelGlobProblem } from './model-globs.ts';
+import { firstMatchingGlob, modelGlobProblem } from './model-globs.ts';
 import { formatPath, type ConfigProblem } from './problems.ts';
+import type { TenantConfig } from './schema.ts';
 import type { WellFormedParts } from './well-formed-parts.ts';
 
 type Tenants = WellFormedParts['tenants'];
@@ -100,6 +101,68 @@ function checkModelGlobs(tenants: Tenants, problems: ConfigProblem[]): void {
   }
 }
 
+/**
+ * Why some image create of `tenant` would match no `pricing.images` entry, or undefined when each has a
+ * price. An allow list restricts what is forwarded only in enforce mode; an allowed glob counts as priced
+ * when a price glob matches its text (a price for `vendor@*` covers the allowed `vendor@fast-*`).
+ */
+function unpricedImages(tenant: TenantConfig, priceGlobs: readonly string[]): string | undefined {
+  if (priceGlobs.includes('*')) return undefined;
+  const models = tenant.policy.mode === 'enforce' ? tenant.policy.models : undefined;
+  if (models?.allowServiceDefault ?? true) return 'an image create without model';
+  if (models?.allow === undefined) return 'an image create with any model';
+  const unpriced = models.allow.find((glob) => firstMatchingGlob(priceGlobs, glob) === undefined);
+  return unpriced === undefined ? undefined : `an image create with a model matching "${unpriced}"`;
+}
+
+// A budget reserves each create's expected cost; a create without a price could not be held to it.
+function checkPricesForBudgets(
+  tenants: Tenants,
+  priceGlobs: string[] | undefined,
+  problems: ConfigProblem[],
+): void {
+  if (priceGlobs === undefined) return;
+  priceGlobs.forEach((glob, index) => {
+    const problem = glob === '*' ? undefined : modelGlobProblem(glob);
+    if (problem !== undefined) {
+      problems.push({ path: formatPath(['pricing', 'images', index, 'model']), message: problem });
+    }
+  });
+  for (const { index, tenant } of tenants) {
+    if (tenant.budget === undefined) continue;
+    const unpriced = unpricedImages(tenant, priceGlobs);
+    if (unpriced !== undefined) {
+      problems.push({
+        path: formatPath(['tenants', index, 'budget']),
+        message: `${unpriced} matches no pricing.images entry; a budget needs a price for every create (add a "*" entry, or narrow policy.models)`,
+      });
+    }
+  }
+}
+
+// A Cluster cannot hold a reservation's keys in one script: budgets and caps on jobs need a single Redis.
+function checkJobsNeedSingleRedis(parts: WellFormedParts, problems: ConfigProblem[]): void {
+  if (!parts.redisCluster) return;
+  for (const { index, tenant } of parts.tenants) {
+    for (const member of ['budget', 'jobs'] as const) {
+      if (tenant[member] !== undefined) {
+        problems.push({
+          path: formatPath(['tenants', index, member]),
+          message: `needs a single Redis (store.redis.url): with store.redis.nodes (Redis Cluster) jobs are not followed`,
+        });
+      }
+    }
+  }
+  for (const { name, source } of parts.credentials) {
+    if (source.maxJobsInFlight !== undefined) {
+      problems.push({
+        path: formatPath(['upstream', 'credentials', name, 'maxJobsInFlight']),
+        message: `needs a single Redis (store.redis.url): with store.redis.nodes (Redis Cluster) jobs are not followed`,
+      });
+    }
+  }
+}
+
 export function checkConfigSemantics(parts: WellFormedParts): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
   checkUniqueTenantIds(parts.tenants, problems);
@@ -107,5 +170,7 @@ export function checkConfigSemantics(parts: WellFormedParts): ConfigProblem[] {
   checkLimitIds(parts.tenants, problems);
   checkCredentials(parts.tenants, parts.credentialNames, problems);
   checkModelGlobs(parts.tenants, problems);
+  checkPricesForBudgets(parts.tenants, parts.imagePriceGlobs, problems);
+  checkJobsNeedSingleRedis(parts, problems);
   return problems;
 }

@@ -18,6 +18,10 @@ export interface WellFormedParts {
   credentialNames: string[] | undefined;
   /** The credentials that passed the schema. */
   credentials: NamedCredential[];
+  /** Whether the store is a Redis Cluster (store.redis.nodes). */
+  redisCluster: boolean;
+  /** The globs of pricing.images, when that list passed the schema (absent: none). */
+  imagePriceGlobs: string[] | undefined;
 }
 
 type Mapping = Record<string, unknown>;
@@ -31,7 +35,15 @@ export function wellFormedParts(document: unknown, shape: ShapeCheck): WellForme
   const tenants = Array.isArray(root.tenants) ? (root.tenants as unknown[]) : [];
   const upstream = isMapping(root.upstream) ? root.upstream : {};
   const credentials = isMapping(upstream.credentials) ? upstream.credentials : undefined;
+  const pricing = isMapping(root.pricing) ? root.pricing : {};
+  const imagePrices = Array.isArray(pricing.images) ? (pricing.images as { model: string }[]) : [];
+  const store = isMapping(root.store) ? root.store : {};
+  const redis = isMapping(store.redis) ? store.redis : {};
   return {
+    redisCluster: store.kind !== 'memory' && redis.nodes !== undefined,
+    imagePriceGlobs: shape.isWellFormed(['pricing', 'images'])
+      ? imagePrices.map((price) => price.model)
+      : undefined,
     tenants: tenants.flatMap((tenant, index) =>
       shape.isWellFormed(['tenants', index]) ? [{ index, tenant: tenant as TenantConfig }] : [],
     ),

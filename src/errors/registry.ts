@@ -27,6 +27,8 @@ export const ERROR_CODES = {
   too_many_authentication_failures: { status: 429, type: 'rate_limit_error' },
   request_headers_too_large: { status: 431, type: 'validation_error' },
   upstream_rate_limited: { status: 429, type: 'rate_limit_error' },
+  budget_exceeded: { status: 429, type: 'rate_limit_error' },
+  too_many_jobs_in_flight: { status: 429, type: 'rate_limit_error' },
   internal_error: { status: 500, type: 'unavailable_error' },
   upstream_unavailable: { status: 502, type: 'upstream_error' },
   store_unavailable: { status: 503, type: 'unavailable_error' },
@@ -67,6 +69,15 @@ export class GatewayError extends Error {
 
 /** A message, fixed or built from the values its function names (typed, so a call site passes them all). */
 type MessageTemplate = string | ((values: never) => string);
+
+/** A create that does not fit a budget: amounts in USD as decimal text, the period's end in RFC 3339. */
+interface BudgetRefusalValues {
+  scope: 'daily' | 'monthly';
+  leftUsd: string;
+  limitUsd: string;
+  costUsd: string;
+  resetsAt: string;
+}
 
 /** The limit whose whole capacity is below a request's cost. */
 interface ExceededLimit {
@@ -216,6 +227,19 @@ export const NAMED_ERRORS = {
   upstream_rate_limited: {
     code: 'upstream_rate_limited',
     message: 'the generation service is rate limiting this gateway',
+  },
+  budget_exceeded: {
+    code: 'budget_exceeded',
+    message: ({ scope, leftUsd, limitUsd, costUsd, resetsAt }: BudgetRefusalValues) =>
+      `${scope} budget exceeded: this request is expected to cost ${costUsd} USD and ${leftUsd} USD of ` +
+      `${limitUsd} USD is left until ${resetsAt}`,
+  },
+  too_many_jobs_in_flight: {
+    code: 'too_many_jobs_in_flight',
+    message: ({ scope, limit }: { scope: 'tenant' | 'credential'; limit: number }) =>
+      scope === 'tenant'
+        ? `this tenant has ${limit} unfinished jobs, its most at once; retry when one ends`
+        : `the upstream account has ${limit} unfinished jobs, its most at once; retry when one ends`,
   },
   internal_error: { code: 'internal_error', message: 'the gateway failed to handle this request' },
   upstream_unreachable: {

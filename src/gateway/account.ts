@@ -5,6 +5,8 @@ import { successEnvelope } from '../maxai/envelope.ts';
 import { routeOf, tenantOf } from './request-state.ts';
 import type { TenantConfig } from '../config/schema.ts';
 import type { UsageMeter } from '../usage/meter.ts';
+import type { JobBook } from '../jobs/book.ts';
+import { budgetView } from '../jobs/usage-view.ts';
 
 /** The tenant's gateway keys in the service's key shape; hashes and plain keys never leave. */
 function tenantKeysView(tenant: TenantConfig) {
@@ -21,11 +23,19 @@ function tenantKeysView(tenant: TenantConfig) {
   }));
 }
 
-export function createAccountHandler(usage: UsageMeter, now: () => number) {
+/** The tenant's metered usage, with its budgets and jobs in flight (docs/budgets.md). */
+async function usageView(tenant: TenantConfig, usage: UsageMeter, jobs: JobBook, nowMs: number) {
+  const [report, budget] = await Promise.all([usage.report(tenant.id, nowMs), budgetView(jobs, tenant)]);
+  return { ...report, ...budget };
+}
+
+export function createAccountHandler(usage: UsageMeter, jobs: JobBook, now: () => number) {
   return async function answerAccountLocally(request: FastifyRequest, reply: FastifyReply) {
     const tenant = tenantOf(request);
     const data =
-      routeOf(request).id === 'account.keys' ? tenantKeysView(tenant) : await usage.report(tenant.id, now());
+      routeOf(request).id === 'account.keys'
+        ? tenantKeysView(tenant)
+        : await usageView(tenant, usage, jobs, now());
     return reply.type('application/json').send(successEnvelope(data));
   };
 }

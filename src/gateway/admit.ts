@@ -5,6 +5,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Admission, RequestIdCheck } from '../admission/admission.ts';
 import { gatewayError } from '../errors/registry.ts';
+import { reservationRefusalError, type PlanReservation } from '../jobs/reservation.ts';
 import { ensureRequestId } from '../ownership/request-id.ts';
 import type { TakenOutcome } from '../ownership/store.ts';
 import type { GatewayRoute } from '../routing/route-table.ts';
@@ -13,6 +14,13 @@ import { bodyOf, requestIdParam, routeOf, tenantOf } from './request-state.ts';
 
 export interface AdmitHookOptions {
   admission: Admission;
+  /** What a create reserves (src/jobs/reservation.ts). */
+  planReservation: PlanReservation;
+  /** Told of each create admitted without its reservation (the store failed, failMode open). */
+  onUnreserved: (tenantId: string) => void;
+  /** The Retry-After of `too_many_jobs_in_flight`: about when the tracker first looks at a job. */
+  jobRetryAfterSeconds: number;
+  now: () => number;
   /** The 409 or the idempotent replay of a create whose id is taken (src/gateway/ownership-hooks.ts). */
   answerTakenRequestId: (
     request: FastifyRequest,
@@ -42,8 +50,13 @@ export function createAdmitHook(options: AdmitHookOptions) {
     const tenant = tenantOf(request);
     const check = requestIdCheckOf(request, route);
     const body = route.method === 'POST' ? bodyOf(request).value : undefined;
-    const result = await options.admission.admit(tenant.id, applicableLimits(tenant, route.id, body), check);
+    const reservation = options.planReservation(tenant, route.id, body);
+    const limits = applicableLimits(tenant, route.id, body);
+    const result = await options.admission.admit(tenant.id, limits, check, reservation);
     switch (result.kind) {
+      case 'job_refused':
+        if (reservation === undefined) throw new Error('a job refused without a reservation');
+        throw reservationRefusalError(result.refusal, reservation, options.now(), options.jobRetryAfterSeconds);
       case 'request_id_taken':
         return options.answerTakenRequestId(request, reply, check?.requestId ?? '', result.outcome);
       case 'not_owned':
@@ -53,6 +66,11 @@ export function createAdmitHook(options: AdmitHookOptions) {
         if (result.decision !== undefined) reply.headers(limitHeadersOrRefusal(result.decision));
         if (check?.intent === 'claim') {
           request.gateway.ownershipClaim = { requestId: check.requestId, tenantId: tenant.id };
+          if (reservation !== undefined && result.unreserved) options.onUnreserved(tenant.id);
+          else if (reservation !== undefined) {
+            const job = { requestId: check.requestId, tenantId: tenant.id, credential: tenant.credential };
+            request.gateway.job = job;
+          }
         }
         return undefined;
     }

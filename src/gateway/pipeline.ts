@@ -16,6 +16,8 @@
 //   admission        admit (gateway/admit.ts)                             preHandler, route
 //   forward          handlerFor(route) (gateway/routes.ts)                handler
 //   record: claim    settleClaim (gateway/ownership-hooks.ts)             onSend, POST routes
+//   record: job      followCreate (gateway/job-hooks.ts)                  onSend, POST routes
+//   job's end        observeJobEnd (gateway/job-hooks.ts)                 onSend, polls and DELETE
 //   observe          the request observer, then the served-request count  onResponse, app then route
 //                    (countServedRequest, gateway/routes.ts)
 //
@@ -47,6 +49,7 @@ import { admitRequestHead } from './request-head.ts';
 import { requestObserver } from './request-observer.ts';
 import { requestState } from './request-state.ts';
 import { admitRequestTarget } from './request-target.ts';
+import { installJobFollowing } from './job-hooks.ts';
 import { addDeprecationHeaders, createRouteSteps, type CredentialSource } from './routes.ts';
 import { validateRequestBody } from './validate-request.ts';
 import { validationFailureCounter } from './validation-failure-counter.ts';
@@ -89,6 +92,7 @@ export function installGatewayPipeline(
     credentials: parts.credentials,
     upstream: parts.upstream,
     usage: parts.store.usage,
+    jobs: parts.store.jobs,
     limiter: parts.store.limiter,
     authFailures: installAuthFailureGuard(app, config.server.authenticationFailures),
     metrics: parts.metrics,
@@ -99,9 +103,11 @@ export function installGatewayPipeline(
   // A create is validated and judged by the tenant's policy before admission claims its requestId and
   // charges it; a request id is checked for ownership by the same admission. Refused requests consume
   // nothing.
+  const jobs = installJobFollowing(app, config, parts);
   const admit = createAdmitHook({
     admission: parts.store.admission,
     answerTakenRequestId: ownership.answerTakenRequestId,
+    ...jobs.admitOptions,
   });
 
   for (const route of GATEWAY_ROUTES) {
@@ -115,7 +121,10 @@ export function installGatewayPipeline(
       preHandler: takesBody ? [enforcePolicy, admit] : [admit],
       handler: handlerFor(route),
       onSend: [
-        ...(takesBody ? [ownership.settleClaim] : []),
+        ...(takesBody ? [ownership.settleClaim, jobs.followCreate] : []),
+        ...(route.id === 'images.get' || route.id === 'videos.get' || route.id === 'videos.delete'
+          ? [jobs.observeJobEnd]
+          : []),
         ...(route.successorPath === undefined ? [] : [addDeprecationHeaders(route)]),
       ],
       onResponse: countServedRequest,

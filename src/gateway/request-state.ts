@@ -7,6 +7,7 @@ import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fast
 import fp from 'fastify-plugin';
 import type { AuthenticatedCaller } from '../auth/tenant-directory.ts';
 import type { TenantConfig } from '../config/schema.ts';
+import type { JobIdentity } from '../jobs/book.ts';
 import { gatewayError } from '../errors/registry.ts';
 import type { GatewayRoute } from '../routing/route-table.ts';
 import type { JsonBody } from '../validation/json-body.ts';
@@ -29,6 +30,8 @@ export interface RequestState {
   /** What the tenant's policy did, for the request's log line (rule and action words only). */
   policyLog: Readonly<Record<string, string>> | undefined;
   ownershipClaim: OwnershipClaim | undefined;
+  /** A create's job, reserved at admission, until its answer tells whether the upstream took it. */
+  job: JobIdentity | undefined;
   /** Milliseconds spent waiting on the upstream, when the request reached it. */
   upstreamMs: number | undefined;
   /** The upstream's status code, when it answered. */
@@ -45,6 +48,7 @@ function createRequestState(request: FastifyRequest, _reply: FastifyReply, done:
     body: undefined,
     policyLog: undefined,
     ownershipClaim: undefined,
+    job: undefined,
     upstreamMs: undefined,
     upstreamStatus: undefined,
   };

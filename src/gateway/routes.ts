@@ -2,6 +2,7 @@
 // on a refusal and the count of served requests. src/gateway/pipeline.ts registers them in order.
 import type { DoneFuncWithErrOrRes, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import type { TenantDirectory } from '../auth/tenant-directory.ts';
+import type { JobBook } from '../jobs/book.ts';
 import { GatewayError, gatewayError, type ErrorCode } from '../errors/registry.ts';
 import { upstreamPath, type GatewayRoute } from '../routing/route-table.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
@@ -23,6 +24,8 @@ export interface RouteStepsOptions {
   tenants: () => TenantDirectory;
   credentials: CredentialSource;
   upstream: UpstreamClient;
+  /** Budgets and jobs in flight, for account.usage. */
+  jobs: JobBook;
   usage: UsageMeter;
   limiter: RateLimiter;
   authFailures: AuthFailureGuard;
@@ -113,7 +116,7 @@ export function createRouteSteps(options: RouteStepsOptions) {
     reply.headers(await peekTenantLimits(options.limiter, caller.tenant, route.id, body?.value));
   }
 
-  const answerAccountLocally = createAccountHandler(options.usage, options.now);
+  const answerAccountLocally = createAccountHandler(options.usage, options.jobs, options.now);
   // The account routes answer from the gateway's own meter for `account: gateway` tenants.
   const answerAccountOrForward = (request: FastifyRequest, reply: FastifyReply) =>
     request.gateway.caller?.tenant.account === 'gateway'

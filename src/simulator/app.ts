@@ -5,7 +5,7 @@ import { stringifyJson } from './lossless-json.ts';
 import { createAccountRegistry, type SimulatedToken } from './accounts.ts';
 import { CONTROL_PREFIX, registerControlRoutes } from './control.ts';
 import { installSimulatedErrorHandling } from './errors.ts';
-import { createFaultSwitch, playFault, type FaultSwitch } from './faults.ts';
+import { createFaultSwitch, jobTwistOf, playFault, type FaultSwitch, type JobTwist } from './faults.ts';
 import { createJobStore } from './jobs.ts';
 import { createRequestRecord, type ReceivedRequest } from './record.ts';
 import { registerServiceRoutes } from './routes.ts';
@@ -28,6 +28,8 @@ export interface SimulatorOptions {
   processingMs?: number;
   requestsPerMinute?: number;
   maxQueued?: number;
+  /** Each image sample costs this (USD), so tests can compute the truth; by default a size formula. */
+  imageUsdPerSample?: number;
   /** Off by default. Fastify's request log lines carry no headers, so no token is ever logged. */
   logger?: FastifyBaseLogger;
 }
@@ -38,6 +40,8 @@ export interface Simulator {
   received: ReceivedRequest[];
   clearReceived(): void;
   faults: FaultSwitch;
+  /** Polls of a job (GET of one record) per account name: what the gateway's tracker spends. */
+  polls: ReadonlyMap<string, number>;
 }
 
 function isServiceRequest(request: FastifyRequest): boolean {
@@ -57,7 +61,8 @@ export function createSimulator(options: SimulatorOptions): Simulator {
   const faults = createFaultSwitch();
   const closing = new AbortController();
   const entries = new WeakMap<FastifyRequest, ReceivedRequest>();
-  const failingJobs = new WeakSet<FastifyRequest>();
+  const jobTwists = new WeakMap<FastifyRequest, JobTwist>();
+  const polls = new Map<string, number>();
 
   app.setReplySerializer((payload) => stringifyJson(payload));
   // Every body is kept as raw bytes: the record needs them, and the routes parse JSON themselves.
@@ -82,7 +87,8 @@ export function createSimulator(options: SimulatorOptions): Simulator {
     if (!isServiceRequest(request)) return;
     const fault = faults.take(request.method, request.url);
     if (fault === undefined) return;
-    if (fault.failJob === true) failingJobs.add(request);
+    const twist = jobTwistOf(fault);
+    if (twist !== undefined) jobTwists.set(request, twist);
     if (await playFault(fault, request, reply, closing.signal)) return reply;
   });
   app.addHook('preClose', (done) => {
@@ -104,7 +110,11 @@ export function createSimulator(options: SimulatorOptions): Simulator {
     clock,
     maxQueued: options.maxQueued ?? DEFAULT_MAX_QUEUED,
     startedAtMs: clock(),
-    jobMustFail: (request) => failingJobs.has(request),
+    jobTwistOf: (request) => jobTwists.get(request),
+    imageUsdPerSample: options.imageUsdPerSample,
+    countPoll: (account) => {
+      polls.set(account, (polls.get(account) ?? 0) + 1);
+    },
   });
   registerControlRoutes(app, record, faults);
 
@@ -115,5 +125,6 @@ export function createSimulator(options: SimulatorOptions): Simulator {
       record.clear();
     },
     faults,
+    polls,
   };
 }

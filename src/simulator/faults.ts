@@ -1,5 +1,5 @@
 // Fault switches for tests: make the next matching /v1 request slow, fail, vanish or hang, or make the
-// job it creates fail. One fault is active at a time; `times` counts matching requests down to zero.
+// job it creates fail, never end, or cost a given amount. One fault is active at a time; `times` counts matching requests down to zero.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { stringifyJson } from './lossless-json.ts';
@@ -16,6 +16,10 @@ export interface Fault {
   stallBody?: true;
   /** The job this create request makes ends `failed`. Matches POST requests only. */
   failJob?: true;
+  /** The job this create request makes never ends (POST only). */
+  stallJob?: true;
+  /** Each result of the job this create request makes costs this (POST only): e.g. above an estimate. */
+  jobResultCostUsd?: number;
   /** Apply to this many matching requests, then clear; forever when absent. */
   times?: number;
   match?: { method?: string; pathPrefix?: string };
@@ -39,6 +43,8 @@ export const FAULT_SCHEMA = {
     dropConnection: { const: true },
     stallBody: { const: true },
     failJob: { const: true },
+    stallJob: { const: true },
+    jobResultCostUsd: { type: 'number', minimum: 0 },
     times: { type: 'integer', minimum: 1 },
     match: {
       type: 'object',
@@ -48,8 +54,28 @@ export const FAULT_SCHEMA = {
   },
 } as const;
 
+/** What a fault does to the job its create makes (POST only). */
+export interface JobTwist {
+  fails: boolean;
+  stalls: boolean;
+  resultCostUsd: number | undefined;
+}
+
+function shapesJob(fault: Fault): boolean {
+  return fault.failJob === true || fault.stallJob === true || fault.jobResultCostUsd !== undefined;
+}
+
+export function jobTwistOf(fault: Fault): JobTwist | undefined {
+  if (!shapesJob(fault)) return undefined;
+  return {
+    fails: fault.failJob === true,
+    stalls: fault.stallJob === true,
+    resultCostUsd: fault.jobResultCostUsd,
+  };
+}
+
 function matches(fault: Fault, method: string, path: string): boolean {
-  if (fault.failJob === true && method !== 'POST') return false;
+  if (shapesJob(fault) && method !== 'POST') return false;
   const { match } = fault;
   if (match?.method !== undefined && match.method.toUpperCase() !== method) return false;
   return match?.pathPrefix === undefined || path.startsWith(match.pathPrefix);

@@ -36,7 +36,7 @@ export interface AccountUsage {
 
 export interface JobStore {
   /** Stores the job, or answers `conflict` when the owner already used this id. */
-  submit(owner: Account, plan: JobPlan, options: { fails: boolean }): Job | 'conflict';
+  submit(owner: Account, plan: JobPlan, options: SubmitOptions): Job | 'conflict';
   find(owner: Account, kind: JobKind, id: string): Job | undefined;
   findByFileToken(fileToken: string): Job | undefined;
   lifecycleOf(job: Job): Lifecycle;
@@ -45,6 +45,14 @@ export interface JobStore {
   unfinished(owner: Account): { count: number; nextFinishMs: number | undefined };
   /** What the owner requested since `sinceMs`, and what its completed jobs cost. */
   usageSince(owner: Account, sinceMs: number): AccountUsage;
+}
+
+export interface SubmitOptions {
+  fails: boolean;
+  /** Never finishes (a job the upstream lost). */
+  stalls: boolean;
+  /** Each result costs this instead of the plan's price. */
+  resultCostUsd: number | undefined;
 }
 
 export interface JobTimings {
@@ -99,12 +107,18 @@ export function createJobStore(timings: JobTimings): JobStore {
       if (jobs.has(plan.id)) return 'conflict';
       const createdAtMs = timings.clock();
       const startedAtMs = createdAtMs + timings.queuedMs;
+      const { resultCostUsd } = options;
+      const results =
+        resultCostUsd === undefined
+          ? plan.results
+          : plan.results.map((result) => ({ ...result, costUsd: resultCostUsd }));
       const job: Job = {
         ...plan,
+        results,
         owner,
         createdAtMs,
         startedAtMs,
-        finishesAtMs: startedAtMs + timings.processingMs,
+        finishesAtMs: options.stalls ? Number.POSITIVE_INFINITY : startedAtMs + timings.processingMs,
         cancelledAtMs: undefined,
         fails: options.fails,
         fileToken: randomUUID(),

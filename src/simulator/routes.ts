@@ -13,6 +13,7 @@ import {
 import { startOfMonthUtc, type Account, type AccountRegistry } from './accounts.ts';
 import { simulatedError } from './errors.ts';
 import { jobView } from './job-view.ts';
+import type { JobTwist } from './faults.ts';
 import type { JobStore } from './jobs.ts';
 import { renderPng } from './png.ts';
 import { roundUsd } from './pricing.ts';
@@ -25,8 +26,10 @@ export interface ServiceRouteDeps {
   maxQueued: number;
   /** When the simulator started: the creation date of every simulated key. */
   startedAtMs: number;
-  /** Whether the job this request creates must fail (the failJob fault). */
-  jobMustFail(request: FastifyRequest): boolean;
+  /** What a fault does to the job this request creates. */
+  jobTwistOf(request: FastifyRequest): JobTwist | undefined;
+  imageUsdPerSample: number | undefined;
+  countPoll(accountName: string): void;
 }
 
 // [guess] An invented starting balance; the dashboard shows one, its API shape is unknown.
@@ -140,7 +143,13 @@ export function registerServiceRoutes(app: FastifyInstance, deps: ServiceRouteDe
       validated(kind, body);
       refuseWhenQueueFull(account);
       // [unknown] The service's answer to a reused requestId is not documented; 409 is the safe guess.
-      const job = jobs.submit(account, planners[kind](body), { fails: deps.jobMustFail(request) });
+      const twist = deps.jobTwistOf(request);
+      const resultCostUsd = twist?.resultCostUsd ?? (kind === 'image' ? deps.imageUsdPerSample : undefined);
+      const job = jobs.submit(account, planners[kind](body), {
+        fails: twist?.fails ?? false,
+        stalls: twist?.stalls ?? false,
+        resultCostUsd,
+      });
       if (job === 'conflict')
         throw simulatedError('request_id_conflict', 'this requestId has already been used', {
           param: 'requestId',
@@ -157,8 +166,11 @@ export function registerServiceRoutes(app: FastifyInstance, deps: ServiceRouteDe
 
   const poll =
     (kind: JobKind): Handler =>
-    (request) =>
-      successEnvelope(jobView(jobOf(kind, request), jobs, baseUrlOf(request)));
+    (request) => {
+      const job = jobOf(kind, request);
+      deps.countPoll(job.owner.name);
+      return successEnvelope(jobView(job, jobs, baseUrlOf(request)));
+    };
 
   // [unknown] DELETE's real shape is not documented: it cancels a job still queued or processing and
   // answers the record; a finished job is left as it is and its record answered (idempotent).

@@ -2,7 +2,7 @@
 // wall-clock step (NTP, an operator) must neither refill nor drain a limit, nor move a deadline.
 import { performance } from 'node:perf_hooks';
 
-const MICROS_PER_MILLISECOND = 1_000;
+export const MICROS_PER_MILLISECOND = 1_000;
 
 /** µs since the epoch as the process saw it at start-up, advanced by the monotonic clock since. */
 export function monotonicEpochMicros(): number {

@@ -2,6 +2,7 @@
 // admission that decides a request's id and charge together, whichever backend keeps them.
 import type { Admission } from '../admission/admission.ts';
 import type { TenantConfig } from '../config/schema.ts';
+import type { JobBook } from '../jobs/book.ts';
 import type { JobEnds } from '../jobs/job-ends.ts';
 import type { OwnershipStore } from '../ownership/store.ts';
 import type { RateLimiter } from '../ratelimit/types.ts';
@@ -15,7 +16,19 @@ export interface StoreBackend {
   ownership: OwnershipStore;
   /** A request's id and charge decided together (one store call on a single Redis). */
   admission: Admission;
+  /** Reservations, the jobs to follow and their settlement (docs/budgets.md). */
+  jobs: JobBook;
   close(): Promise<void>;
+}
+
+/** What the store's job book needs to know of the tracker (src/jobs/book.ts). */
+export interface StoreJobOptions {
+  /** How long a reserved job waits for its create's answer before the tracker asks the upstream. */
+  answerWaitMs: number;
+  leaseMs: number;
+  maxAgeMs: number;
+  /** The configured credentials, read at each lease (a reload may change them). */
+  credentials: () => readonly string[];
 }
 
 export interface GatewayStore extends StoreBackend {

@@ -7,7 +7,10 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 import { CellHistogram } from '../observability/cell-metrics.ts';
 import type { StoreBreaker } from './redis/circuit-breaker.ts';
 
-/** `admission`: a request id checked and the limits charged in one call (src/store/redis/admission.ts). */
+/**
+ * `admission`: a request id checked, the limits charged and a create's job reserved in one call
+ * (src/store/redis/admission.ts); `jobs`: the job tracker's calls (src/store/redis/job-book.ts).
+ */
 export const STORE_OPERATIONS = [
   'admission',
   'rate_limit_check',
@@ -15,6 +18,7 @@ export const STORE_OPERATIONS = [
   'ownership',
   'usage_flush',
   'usage_read',
+  'jobs',
 ] as const;
 export type StoreOperation = (typeof STORE_OPERATIONS)[number];
 

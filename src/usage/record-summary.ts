@@ -1,8 +1,8 @@
-// The three members of a polled record that metering reads (`data.id`, `data.totalCost`,
-// `data.completedAt`), found without parsing the record. A finished image record carries its results,
+// The members of a polled record that metering and the job tracker read (`data.id`, `data.totalCost`,
+// `data.completedAt`, `data.status`, `data.cancelledAt`), found without parsing the record. A finished image record carries its results,
 // base64 images included, so parsing it whole would build megabytes of strings on the event loop for
 // one number. This reads the bytes once, skipping every string's contents with a native byte search,
-// and decodes only the member names and the three values it wants: time linear in the body with a
+// and decodes only the member names and the values it wants: time linear in the body with a
 // small constant, and memory independent of it.
 
 import * as Char from '../json/char-codes.ts';
@@ -11,6 +11,9 @@ export interface RecordSummary {
   id?: string;
   totalCost?: number;
   completedAt?: string;
+  /** What the job tracker reads to tell a record's end (src/jobs/outcome.ts). */
+  status?: string;
+  cancelledAt?: string;
 }
 
 interface Container {
@@ -83,7 +86,12 @@ export function readRecordSummary(body: Buffer): RecordSummary {
       if (top?.isObject === true && top.expectingName) {
         // Only the names of the top level and of the record matter; deeper ones are not decoded.
         top.current = stack.length <= 2 ? decodeString(body, position, end) : undefined;
-      } else if (member === 'id' || member === 'completedAt') {
+      } else if (
+        member === 'id' ||
+        member === 'completedAt' ||
+        member === 'status' ||
+        member === 'cancelledAt'
+      ) {
         const value = decodeString(body, position, end);
         if (value !== undefined) summary[member] = value;
       }

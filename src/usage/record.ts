@@ -1,18 +1,11 @@
 // Turns one successful exchange into usage events: what was requested on creates, and the service's
 // own `totalCost` when a tenant polls a finished record.
 import type { RouteId } from '../config/route-ids.ts';
-import { requestedSamples, requestedVideoSeconds } from '../maxai/request-values.ts';
-import { VIDEO_SIZES, type VideoTier } from '../maxai/schemas.ts';
+import { requestedSamples, requestedVideoSeconds, requestedVideoTier } from '../maxai/request-values.ts';
 import { estimateVideoCostUsd } from './pricing.ts';
 import { readRecordSummary } from './record-summary.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
 import type { UsageEvent, UsageMeter } from './meter.ts';
-
-function videoTier(dimensions: unknown): VideoTier | undefined {
-  if (typeof dimensions !== 'object' || dimensions === null) return undefined;
-  const { width, height } = dimensions as { width?: unknown; height?: unknown };
-  return VIDEO_SIZES.find((size) => size.width === width && size.height === height)?.tier;
-}
 
 function reportedCost(responseBody: Buffer): { requestId: string; costUsd: number } | undefined {
   const { id, totalCost, completedAt } = readRecordSummary(responseBody);
@@ -35,7 +28,7 @@ function usageEventsFor(
         {
           kind: 'video',
           seconds,
-          estimatedCostUsd: estimateVideoCostUsd(seconds, videoTier(requestBody?.dimensions)),
+          estimatedCostUsd: estimateVideoCostUsd(seconds, requestedVideoTier(requestBody)),
         },
       ];
     }

@@ -102,6 +102,14 @@ tenants:
       },
       admin: { host: '0.0.0.0', port: 9090 },
       logging: { level: 'info', prompts: false },
+      pricing: { images: [], videoUsdPerSecond: { '480p': 0.0062, '720p': 0.014, '1080p': 0.031 } },
+      jobs: {
+        leaseMs: 30000,
+        maxAgeSeconds: 86400,
+        maxPollsPerSecondPerCredential: 5,
+        firstPollMs: 1000,
+        maxPollIntervalMs: 30000,
+      },
       upstream: {
         baseUrl: 'https://api.maxai.lol',
         timeoutMs: 60000,

@@ -77,6 +77,20 @@ const SAMPLES: { [Name in ErrorName]: [message: string, ...args: ErrorArguments<
   ],
   request_headers_too_large: ['the request headers are larger than this gateway accepts'],
   upstream_rate_limited: ['the generation service is rate limiting this gateway'],
+  budget_exceeded: [
+    'monthly budget exceeded: this request is expected to cost 0.01 USD and 0 USD of 0.5 USD is left until 2026-12-01T00:00:00.000Z',
+    {
+      scope: 'monthly',
+      leftUsd: '0',
+      limitUsd: '0.5',
+      costUsd: '0.01',
+      resetsAt: '2026-12-01T00:00:00.000Z',
+    },
+  ],
+  too_many_jobs_in_flight: [
+    'this tenant has 3 unfinished jobs, its most at once; retry when one ends',
+    { scope: 'tenant', limit: 3 },
+  ],
   internal_error: ['the gateway failed to handle this request'],
   upstream_unreachable: ['the generation service could not be reached'],
   upstream_invalid_status: ['the generation service sent an invalid status'],

@@ -41,7 +41,7 @@ test('a create meets every step in the documented order', () => {
     onRequest: [...APP_WIDE_ON_REQUEST, 'admitRequestTarget', 'authenticate'],
     preValidation: ['validateRequestBody'],
     preHandler: ['enforcePolicy', 'admit'],
-    onSend: ['closeConnectionAfterResponse', 'addRequestIdHeader', 'settleClaim'],
+    onSend: ['closeConnectionAfterResponse', 'addRequestIdHeader', 'settleClaim', 'followCreate'],
     onResponse: ['observeRequest', 'countServedRequest'],
     onError: ['countValidationFailures', 'showLimitsOnRefusal'],
   });

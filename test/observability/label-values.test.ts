@@ -12,6 +12,8 @@ import {
   LOAD_SHED_REASONS,
 } from '../../src/observability/metrics.ts';
 import { POLICY_RULES } from '../../src/policy/outcome.ts';
+import { JOB_OUTCOMES } from '../../src/jobs/metrics.ts';
+import { POLL_RESULTS } from '../../src/jobs/tracker.ts';
 import { EXACT_DECISIONS } from '../../src/ratelimit/metrics.ts';
 import { STORE_OPERATIONS } from '../../src/store/metrics.ts';
 import { routeSchemaFor } from '../../src/validation/request-schemas.ts';
@@ -53,7 +55,10 @@ const ALLOWED: Record<string, (value: string) => boolean> = {
     '(unknown)',
     '(body)',
   ]),
-  result: oneOf(CONFIG_RELOAD_RESULTS),
+  // Config reloads' results, and the job tracker's polls'.
+  result: oneOf([...CONFIG_RELOAD_RESULTS, ...POLL_RESULTS]),
+  credential: oneOf(['shared', 'research']),
+  outcome: oneOf(JOB_OUTCOMES),
   reason: oneOf([...UPSTREAM_ERROR_REASONS, ...LOAD_SHED_REASONS]),
   le: (value) => value === '+Inf' || Number.isFinite(Number(value)),
   version: oneOf([packageJson.version]),

@@ -18,7 +18,7 @@ import { createMetrics, type GatewayMetrics } from '../../src/observability/metr
 import { startTenantCountersAtZero } from '../../src/gateway/tenant-series.ts';
 import type { RateLimiter } from '../../src/ratelimit/types.ts';
 import { startSimulator } from '../../src/simulator/server.ts';
-import { openStore } from '../../src/store/open-store.ts';
+import { openStore, storeJobOptions } from '../../src/store/open-store.ts';
 import { createUpstreamClient, upstreamClientOptions } from '../../src/upstream/client.ts';
 import type { ReceivedRequest } from '../../src/simulator/record.ts';
 import { startRedisServer, type RedisServer } from './redis-server.ts';
@@ -138,7 +138,7 @@ tenants:
   const metrics = createMetrics();
   const upstream = createUpstreamClient(upstreamClientOptions(config, metrics));
   const tenants = createTenantDirectory(config.tenants);
-  const store = await openStore(config.store, { logger, metrics });
+  const store = await openStore(config.store, { logger, metrics, jobs: storeJobOptions(config) });
   startTenantCountersAtZero(config.tenants, { metrics, store });
   const app = buildApp(config, {
     logger,

@@ -66,6 +66,9 @@ describe('memory store', () => {
       month: new Date().toISOString().slice(0, 7),
       currentMonth: expected,
       lifetime: expected,
+      // No budget; the video may or may not have been seen to end by the tracker yet (docs/budgets.md).
+      budget: { daily: null, monthly: null },
+      jobsInFlight: expect.any(Number),
     });
     const metrics = await harness.metrics.registry.metrics();
     expect(metrics).toContain('gengate_usage_images_total{tenant="alpha"} 3');

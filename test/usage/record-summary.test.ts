@@ -23,6 +23,7 @@ describe('the record summary', () => {
     };
     expect(summaryOf(JSON.stringify(record))).toEqual({
       id: record.data.id,
+      status: 'queued',
       completedAt: '2026-11-23T10:00:00Z',
       totalCost: 0.02,
     });

@@ -12,6 +12,8 @@ import { claimOutcomeOf, type OwnershipStore } from '../../ownership/store.ts';
 import { decideWithoutStore } from '../../ratelimit/decision.ts';
 import type { RateLimitMetrics } from '../../ratelimit/metrics.ts';
 import type { LimitRequest, RateLimiter } from '../../ratelimit/types.ts';
+import type { JobBook } from '../../jobs/book.ts';
+import { refusalOfReply } from './job-book.ts';
 import { batchPerTurn } from './batch-per-turn.ts';
 import {
   NO_RECORD_REPLY,
@@ -27,6 +29,9 @@ export interface RedisAdmissionOptions {
   ownership: OwnershipStore;
   ownershipTtlMs: number;
   limiter: RateLimiter;
+  jobs: JobBook;
+  /** How long a reserved job waits for its create's answer before the tracker asks the upstream. */
+  answerWaitMs: number;
   metrics: RateLimitMetrics;
   /** Tests only, as for the limiter: "now" (µs) for charge_limits instead of Redis TIME. */
   scriptClockForTests?: () => number;
@@ -36,13 +41,14 @@ const NOT_ANSWERED = Symbol('not answered');
 
 export function createRedisAdmission(calls: StoreCalls, options: RedisAdmissionOptions): Admission {
   const { breaker, clock } = calls;
-  const sequential = createSequentialAdmission(options.ownership, options.limiter);
+  const sequential = createSequentialAdmission(options.ownership, options.limiter, options.jobs);
   const sendAdmissions = async (admissions: readonly AdmissionCall[]): Promise<unknown[]> => {
     const reply = await calls.run(admitScript, {
       clock: scriptClockArg(options.scriptClockForTests),
       claimTtlMs: options.ownershipTtlMs,
       deadline: calls.deadlineArg(),
       calls: admissions,
+      answerWaitMs: options.answerWaitMs,
     });
     if (!Array.isArray(reply) || reply.length !== admissions.length + 1 || typeof reply[0] !== 'number') {
       throw new Error('unexpected admission script reply');
@@ -56,14 +62,14 @@ export function createRedisAdmission(calls: StoreCalls, options: RedisAdmissionO
   const admitInStore = batchPerTurn(sendAdmissions, calls.turn.atTurnEnd).add;
 
   return {
-    async admit(tenantId, limits, requestId) {
+    async admit(tenantId, limits, requestId, reservation) {
       if (
         requestId === undefined ||
-        limits.length === 0 ||
+        (limits.length === 0 && reservation === undefined) ||
         breaker.open ||
         decideWithoutStore(limits) !== undefined
       ) {
-        return sequential.admit(tenantId, limits, requestId);
+        return sequential.admit(tenantId, limits, requestId, reservation);
       }
       const call: AdmissionCall = {
         requestId: requestId.requestId,
@@ -71,6 +77,7 @@ export function createRedisAdmission(calls: StoreCalls, options: RedisAdmissionO
         tenantId,
         claimRecord: requestId.intent === 'claim' ? pendingClaimRecord(tenantId) : '',
         limits,
+        reservation: requestId.intent === 'claim' ? reservation : undefined,
       };
       const reply = await calls.attempt(
         'admission',
@@ -79,7 +86,7 @@ export function createRedisAdmission(calls: StoreCalls, options: RedisAdmissionO
           // The store may have claimed and charged, or may still: undone once it answers, which the
           // tripped breaker waits for. A read claims nothing, so nothing would tell whether its charge was
           // made in time (made late, the deadline voids it): it stays, one unit at most per read in flight
-          // at the failure.
+          // at the failure. A reservation it took is found by the tracker, which asks the upstream.
           if (sent && call.intent === 'claim') {
             calls.undos.add(() =>
               undoClaim(calls, { requestId: call.requestId, tenantId, record: call.claimRecord, limits }),
@@ -89,7 +96,9 @@ export function createRedisAdmission(calls: StoreCalls, options: RedisAdmissionO
         },
       );
       // Not answered: the breaker is open now, so both steps use their fallbacks.
-      if (reply === NOT_ANSWERED || reply === undefined) return sequential.admit(tenantId, limits, requestId);
+      if (reply === NOT_ANSWERED || reply === undefined) {
+        return sequential.admit(tenantId, limits, requestId, reservation);
+      }
       if (reply === KEY_WITHOUT_RECORD) {
         refuseKeyWithoutRecord(calls.logger, calls.connection, requestId.requestId);
         return requestId.intent === 'claim'
@@ -119,7 +128,14 @@ function resultOf(
   const [kind, detail] = reply as [unknown, unknown];
   switch (kind) {
     case 'charged':
-      return { kind: 'decided', decision: decisionFromReply(detail, limits) };
+      return {
+        kind: 'decided',
+        // No limit applies: the script still ran for the reservation.
+        decision: limits.length === 0 ? undefined : decisionFromReply(detail, limits),
+        unreserved: false,
+      };
+    case 'job':
+      return { kind: 'job_refused', refusal: refusalOfReply(detail) };
     case 'not_owned':
       return { kind: 'not_owned' };
     case 'unknown':

@@ -162,11 +162,16 @@ async function withDeadline<T>(operation: Promise<T>, timeoutMs: number): Promis
   }
 }
 
+/** Whether `error` is Redis answering with an error: the store is up, the command was refused. */
+export function isReplyError(error: unknown): boolean {
+  // ioredis types its ReplyError class as any; its name says what it is.
+  return error instanceof Error && error.name === 'ReplyError';
+}
+
 /**
  * Whether `error` is Redis answering that a key holds another type than the command works on. The store
  * is healthy: that one key is damaged, or was written by something else sharing the key space.
  */
 export function isWrongTypeReply(error: unknown): boolean {
-  // ioredis types its ReplyError class as any; its name says what it is.
-  return error instanceof Error && error.name === 'ReplyError' && error.message.startsWith('WRONGTYPE ');
+  return isReplyError(error) && (error as Error).message.startsWith('WRONGTYPE ');
 }

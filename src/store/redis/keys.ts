@@ -28,3 +28,23 @@ export function usageKey(tenantId: string, period: string): string {
 export function costCountedKey(tenantId: string, requestId: string): string {
   return tenantKey(tenantId, `usage-cost-counted:${requestId}`);
 }
+
+/** A tenant's budgets by period and its count of jobs in flight (scripts/includes/jobs.lua). */
+export function tenantJobsKey(tenantId: string): string {
+  return tenantKey(tenantId, 'jobs');
+}
+
+/** An upstream credential's count of jobs in flight, shared by every tenant on it. */
+export function credentialJobsKey(credential: string): string {
+  return `credential:${credential}:jobs-in-flight`;
+}
+
+/** An upstream credential's rate of tracker polls, summed over every replica. */
+export function credentialPollsKey(credential: string): string {
+  return `credential:${credential}:tracker-polls`;
+}
+
+/** Every tracked job's record, its next due time and its admission time (scripts/includes/jobs.lua). */
+export const JOB_RECORDS_KEY = 'jobs:records';
+export const JOBS_DUE_KEY = 'jobs:due';
+export const JOBS_ADMITTED_KEY = 'jobs:admitted';

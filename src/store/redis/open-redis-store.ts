@@ -5,7 +5,9 @@ import { createSequentialAdmission } from '../../admission/admission.ts';
 import type { GatewayConfig } from '../../config/schema.ts';
 import type { RateLimitMetrics } from '../../ratelimit/metrics.ts';
 import type { OnReportedCostCounted } from '../../usage/meter.ts';
-import type { StoreBackend } from '../gateway-store.ts';
+import type { StoreBackend, StoreJobOptions } from '../gateway-store.ts';
+import { createUntrackedJobBook } from '../../jobs/untracked-book.ts';
+import { createRedisJobBook } from './job-book.ts';
 import type { StoreMetrics } from '../metrics.ts';
 import { createRedisAdmission } from './admission.ts';
 import { createConnectionBreaker } from './circuit-breaker.ts';
@@ -27,6 +29,7 @@ export async function openRedisStore(
     metrics: RateLimitMetrics;
     storeMetrics: StoreMetrics;
     onReportedCostCounted: OnReportedCostCounted;
+    jobs: StoreJobOptions;
   },
 ): Promise<StoreBackend> {
   const { metrics, storeMetrics } = deps;
@@ -60,15 +63,27 @@ export async function openRedisStore(
   const limiter = createRedisRateLimiter(calls, { metrics, fallbackReplicas: store.replicas });
   const usage = createRedisUsageMeter(calls, { onReportedCostCounted: deps.onReportedCostCounted });
   const ownership = createRedisOwnershipStore(calls, { ttlMs: ownershipTtlMs });
+  // A job's reservation touches its tenant's, its credential's and the jobs' keys in one script: a
+  // Cluster does not follow jobs (the configuration check refuses budgets and caps on jobs there).
+  const jobs =
+    connection instanceof Cluster ? createUntrackedJobBook() : createRedisJobBook(calls, deps.jobs);
   // In a Cluster an id's key and a tenant's limit keys hash to different slots: no single script.
   const admission =
     connection instanceof Cluster
-      ? createSequentialAdmission(ownership, limiter)
-      : createRedisAdmission(calls, { ownership, ownershipTtlMs, limiter, metrics });
+      ? createSequentialAdmission(ownership, limiter, jobs)
+      : createRedisAdmission(calls, {
+          ownership,
+          ownershipTtlMs,
+          limiter,
+          metrics,
+          jobs,
+          answerWaitMs: deps.jobs.answerWaitMs,
+        });
   return {
     limiter,
     usage,
     ownership,
+    jobs,
     admission,
     async close() {
       breaker.stop();

@@ -8,7 +8,20 @@ import { decide } from '../../ratelimit/decision.ts';
 import { STATE_TTL_MARGIN_MS, type LimitVerdict } from '../../ratelimit/gcra.ts';
 import type { LimitRequest, RateDecision } from '../../ratelimit/types.ts';
 import type { RedisConnection } from './connection.ts';
-import { costCountedKey, ownershipKey, rateLimitKey, usageKey } from './keys.ts';
+import type { JobReservation, Settlement } from '../../jobs/book.ts';
+import { canonicalRequestId } from '../../ownership/store.ts';
+import {
+  JOB_RECORDS_KEY,
+  JOBS_ADMITTED_KEY,
+  JOBS_DUE_KEY,
+  costCountedKey,
+  credentialJobsKey,
+  credentialPollsKey,
+  ownershipKey,
+  rateLimitKey,
+  tenantJobsKey,
+  usageKey,
+} from './keys.ts';
 
 export type ScriptArg = string | number;
 
@@ -82,11 +95,52 @@ export interface AdmissionCall {
   /** The pending record a claim writes; '' for `own`. */
   claimRecord: string;
   limits: readonly LimitRequest[];
+  /** A create's job reservation, taken with the claim (claims only). */
+  reservation: JobReservation | undefined;
+}
+
+const optionalArg = (value: number | undefined): ScriptArg => (value === undefined ? '' : value);
+
+/** The keys of a reservation (jobs.lua reservation_keys), appended to `keys`. */
+function pushReservationKeys(tenantId: string, reservation: JobReservation, keys: string[]): void {
+  keys.push(
+    tenantJobsKey(tenantId),
+    credentialJobsKey(reservation.credential),
+    JOB_RECORDS_KEY,
+    JOBS_DUE_KEY,
+    JOBS_ADMITTED_KEY,
+  );
+}
+
+/** A reservation's values (jobs.lua read_reservation), appended to `argv`. */
+function pushReservation(
+  requestId: string,
+  reservation: JobReservation,
+  answerWaitMs: number,
+  argv: ScriptArg[],
+): void {
+  argv.push(
+    reservation.costMicroUsd,
+    optionalArg(reservation.dailyMicroUsd),
+    optionalArg(reservation.monthlyMicroUsd),
+    optionalArg(reservation.tenantMaxInFlight),
+    optionalArg(reservation.credentialMaxInFlight),
+    reservation.route,
+    reservation.credential,
+    answerWaitMs,
+    canonicalRequestId(requestId),
+  );
 }
 
 export const admitScript = script(
   'admit-n.lua',
-  (input: { clock: string; claimTtlMs: number; deadline: string; calls: readonly AdmissionCall[] }) => {
+  (input: {
+    clock: string;
+    claimTtlMs: number;
+    deadline: string;
+    calls: readonly AdmissionCall[];
+    answerWaitMs: number;
+  }) => {
     const keys: string[] = [];
     const argv: ScriptArg[] = [
       input.calls.length,
@@ -97,8 +151,18 @@ export const admitScript = script(
     ];
     for (const call of input.calls) {
       keys.push(ownershipKey(call.requestId));
-      argv.push(call.limits.length, call.intent, call.tenantId, call.claimRecord);
+      argv.push(
+        call.limits.length,
+        call.intent,
+        call.tenantId,
+        call.claimRecord,
+        call.reservation === undefined ? 0 : 1,
+      );
       pushLimits(call.tenantId, call.limits, keys, argv);
+      if (call.reservation !== undefined) {
+        pushReservationKeys(call.tenantId, call.reservation, keys);
+        pushReservation(call.requestId, call.reservation, input.answerWaitMs, argv);
+      }
     }
     return { keys, argv };
   },
@@ -166,6 +230,95 @@ export const countCostOnceScript = script(
   }),
 );
 
+export const reserveJobScript = script(
+  'reserveJob-5.lua',
+  (input: { tenantId: string; requestId: string; reservation: JobReservation; answerWaitMs: number }) => {
+    const keys: string[] = [];
+    const argv: ScriptArg[] = [input.tenantId];
+    pushReservationKeys(input.tenantId, input.reservation, keys);
+    pushReservation(input.requestId, input.reservation, input.answerWaitMs, argv);
+    return { keys, argv };
+  },
+);
+
+export const submitJobScript = script(
+  'submitJob-2.lua',
+  (input: { requestId: string; firstPollMs: number }) => ({
+    keys: [JOB_RECORDS_KEY, JOBS_DUE_KEY],
+    argv: [canonicalRequestId(input.requestId), input.firstPollMs],
+  }),
+);
+
+export const settleJobScript = script(
+  'settleJob-5.lua',
+  (input: {
+    requestId: string;
+    tenantId: string;
+    credential: string;
+    settlement: Settlement;
+    tellWithinMs: number;
+  }) => {
+    const { settlement } = input;
+    return {
+      keys: [
+        JOB_RECORDS_KEY,
+        JOBS_DUE_KEY,
+        JOBS_ADMITTED_KEY,
+        tenantJobsKey(input.tenantId),
+        credentialJobsKey(input.credential),
+      ],
+      argv: [
+        canonicalRequestId(input.requestId),
+        input.tenantId,
+        input.credential,
+        settlement.outcome,
+        settlement.outcome === 'completed' ? settlement.reportedMicroUsd : 0,
+        'record' in settlement ? settlement.record : '',
+        input.tellWithinMs,
+      ],
+    };
+  },
+);
+
+export const toldJobScript = script('toldJob-3.lua', (requestId: string) => ({
+  keys: [JOB_RECORDS_KEY, JOBS_DUE_KEY, JOBS_ADMITTED_KEY],
+  argv: [canonicalRequestId(requestId)],
+}));
+
+export const rescheduleJobScript = script(
+  'rescheduleJob-2.lua',
+  (input: { requestId: string; delayMs: number; polls: number }) => ({
+    keys: [JOB_RECORDS_KEY, JOBS_DUE_KEY],
+    argv: [canonicalRequestId(input.requestId), input.delayMs, input.polls],
+  }),
+);
+
+export const leaseJobsScript = script(
+  'leaseJobs-n.lua',
+  (input: {
+    count: number;
+    leaseMs: number;
+    pollsPerSecond: number;
+    maxAgeMs: number;
+    credentials: readonly string[];
+  }) => ({
+    keys: [JOB_RECORDS_KEY, JOBS_DUE_KEY, ...input.credentials.map(credentialPollsKey)],
+    argv: [
+      input.count,
+      input.leaseMs,
+      input.pollsPerSecond,
+      input.maxAgeMs,
+      TTL_MARGIN_ARG,
+      ...input.credentials,
+    ],
+  }),
+);
+
+export const jobsUsageScript = script('jobsUsage-1.lua', (tenantId: string) => ({
+  keys: [tenantJobsKey(tenantId)],
+  argv: [],
+}));
+
 const SCRIPTS: readonly StoreScript<never>[] = [
   chargeLimitsScript,
   admitScript,
@@ -174,6 +327,13 @@ const SCRIPTS: readonly StoreScript<never>[] = [
   releasePendingScript,
   recordRequestIdsScript,
   countCostOnceScript,
+  reserveJobScript,
+  submitJobScript,
+  settleJobScript,
+  toldJobScript,
+  rescheduleJobScript,
+  leaseJobsScript,
+  jobsUsageScript,
 ];
 
 /** Defines every script as a command of `connection` (once per connection). */

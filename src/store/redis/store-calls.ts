@@ -46,12 +46,14 @@ export interface StoreCalls {
   deadlineArg(): string;
   /**
    * `call`'s value; or, when the breaker is open or the call fails, `fallback`'s, told whether the call
-   * was sent (the store may have run it, or may still).
+   * was sent (the store may have run it, or may still). A failure trips the breaker unless `storeIsFine`
+   * says the store answered (Redis refusing a command on one damaged key, say).
    */
   attempt<T, F>(
     operation: StoreOperation,
     call: () => Promise<T>,
     fallback: (sent: boolean) => F | Promise<F>,
+    storeIsFine?: (error: unknown) => boolean,
   ): Promise<T | F>;
 }
 
@@ -87,7 +89,7 @@ export function createStoreCalls(connection: RedisConnection, options: StoreCall
       throw new StoreDeadlinePassedError();
     },
     deadlineArg: () => clock.deadlineArg(commandTimeoutMs),
-    async attempt(operation, call, fallback) {
+    async attempt(operation, call, fallback, storeIsFine) {
       if (breaker.open) return fallback(false);
       const started = performance.now();
       let value;
@@ -96,7 +98,7 @@ export function createStoreCalls(connection: RedisConnection, options: StoreCall
       } catch (error) {
         observeStore?.(operation, (performance.now() - started) / 1000, true);
         // Calls in flight when the store failed all land here; only the first one reports it.
-        if (breaker.trip()) {
+        if (storeIsFine?.(error) !== true && breaker.trip()) {
           logger.warn(
             { operation, err: error instanceof Error ? error.message : String(error) },
             'store call failed',

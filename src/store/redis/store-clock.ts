@@ -9,10 +9,8 @@
 // before it ran while the gateway was still waiting, and one that runs after it did nothing. Clock drift
 // between two replies is negligible next to a command timeout; the offset is refreshed by every reply.
 import { MICROS_PER_SECOND } from '../../config/limit-bounds.ts';
-import { monotonicEpochMicros as localMicros } from '../clock.ts';
+import { MICROS_PER_MILLISECOND, monotonicEpochMicros as localMicros } from '../clock.ts';
 import type { RedisConnection } from './connection.ts';
-
-const MICROS_PER_MS = 1_000;
 
 export interface StoreClock {
   /** Records the store's time (µs) read from a reply that has just arrived. */
@@ -32,7 +30,7 @@ export function createStoreClock(): StoreClock {
     },
     deadlineArg(timeoutMs) {
       if (offsetMicros === undefined) return '';
-      return String(localMicros() + offsetMicros + timeoutMs * MICROS_PER_MS);
+      return String(localMicros() + offsetMicros + timeoutMs * MICROS_PER_MILLISECOND);
     },
   };
 }

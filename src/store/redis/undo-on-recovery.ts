@@ -10,7 +10,7 @@
 // sure that the command given up on cannot run after its undo: by the time an undo can run, the original
 // either ran in time or never takes effect.
 import type { StoreBreaker } from './circuit-breaker.ts';
-import type { StoreLogger } from './connection.ts';
+import { isReplyError, type StoreLogger } from './connection.ts';
 
 export type Undo = () => Promise<unknown>;
 
@@ -29,7 +29,7 @@ export function createUndoOnRecovery(breaker: StoreBreaker, logger: StoreLogger)
       const message = error instanceof Error ? error.message : String(error);
       // Redis ran it and answered an error: sending it again would fail again (and, tripping the
       // breaker each time, keep the store off the request path for good).
-      if (error instanceof Error && error.name === 'ReplyError') {
+      if (isReplyError(error)) {
         logger.warn({ err: message }, 'store undo refused by the store; the claim stays until it expires');
         return;
       }

@@ -14,6 +14,7 @@ import {
   type UsageFields,
   type UsageMeter,
 } from '../../usage/meter.ts';
+import { isReplyError } from './connection.ts';
 import { countCostOnceScript } from './scripts.ts';
 import type { StoreCalls } from './store-calls.ts';
 import { usageKey } from './keys.ts';
@@ -50,7 +51,9 @@ export function createRedisUsageMeter(calls: StoreCalls, options: RedisUsageMete
   let pending = new Map<string, UsageFields>();
   let pendingCosts: PendingCost[] = [];
 
-  // A write that fails, or is not sent while the store fails, is kept for the next flush.
+  // A write that fails, or is not sent while the store fails, is kept for the next flush. Redis refusing
+  // one (a usage key of another type) is that key's damage: the breaker, which every request shares,
+  // stays closed, as it does for a read refused so.
   async function flush(): Promise<void> {
     const increments = pending;
     const costs = pendingCosts;
@@ -66,6 +69,7 @@ export function createRedisUsageMeter(calls: StoreCalls, options: RedisUsageMete
             () => {
               addToField(pendingFieldsOf(key), field, delta);
             },
+            isReplyError,
           ),
         );
       }
@@ -74,6 +78,7 @@ export function createRedisUsageMeter(calls: StoreCalls, options: RedisUsageMete
           'usage_flush',
           () => calls.send('expire', [key, USAGE_TTL_SECONDS]),
           () => undefined,
+          isReplyError,
         ),
       );
     }
@@ -87,9 +92,14 @@ export function createRedisUsageMeter(calls: StoreCalls, options: RedisUsageMete
         if (counted === 1) options.onReportedCostCounted?.(cost.tenantId, cost.costUsd);
       };
       writes.push(
-        calls.attempt('usage_flush', countOnce, () => {
-          if (pendingCosts.length < MAX_PENDING_COSTS) pendingCosts.push(cost);
-        }),
+        calls.attempt(
+          'usage_flush',
+          countOnce,
+          () => {
+            if (pendingCosts.length < MAX_PENDING_COSTS) pendingCosts.push(cost);
+          },
+          isReplyError,
+        ),
       );
     }
     await Promise.all(writes);
@@ -133,6 +143,7 @@ export function createRedisUsageMeter(calls: StoreCalls, options: RedisUsageMete
         () => {
           throw gatewayError('usage_store_unavailable', { headers: { 'retry-after': '1' } });
         },
+        isReplyError,
       );
       const [currentMonth, lifetime] = stored.map((hash, index) => {
         const fields = toFields(hash);

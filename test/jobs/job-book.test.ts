@@ -1,0 +1,174 @@
+// The store's side of jobs (src/jobs/book.ts), on Redis and in memory alike: reservations all or nothing
+// and exact under concurrency, settlement once with its refunds, slots freed, leases, and a create with
+// budgets and caps still one script call on Redis.
+import { randomUUID } from 'node:crypto';
+import pino from 'pino';
+import { Registry } from 'prom-client';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import type { GatewayConfig } from '../../src/config/schema.ts';
+import type { JobReservation } from '../../src/jobs/book.ts';
+import { createMetrics } from '../../src/observability/metrics.ts';
+import type { LimitRequest } from '../../src/ratelimit/types.ts';
+import type { GatewayStore } from '../../src/store/gateway-store.ts';
+import { openStore } from '../../src/store/open-store.ts';
+import { clientCommandsDuring, startRedisServer, type RedisServer } from '../support/redis-server.ts';
+
+const PRICE = 10_000; // 0.01 USD in micro-USD
+const LIMITS: LimitRequest[] = [{ id: 'requests', limit: 1000, windowSeconds: 60, cost: 1 }];
+
+function reservation(overrides: Partial<JobReservation> = {}): JobReservation {
+  return {
+    route: 'images.create',
+    credential: 'shared',
+    costMicroUsd: PRICE,
+    dailyMicroUsd: undefined,
+    monthlyMicroUsd: 3 * PRICE,
+    tenantMaxInFlight: undefined,
+    credentialMaxInFlight: undefined,
+    ...overrides,
+  };
+}
+
+function storeConfig(kind: 'redis' | 'memory', url = 'redis://127.0.0.1:1'): GatewayConfig['store'] {
+  return {
+    kind,
+    redis: { url, keyPrefix: 'gengate:', commandTimeoutMs: 2_000 },
+    failMode: 'open',
+    replicas: 1,
+    ownershipTtlSeconds: 3600,
+  };
+}
+
+let redis: RedisServer;
+beforeAll(async () => {
+  redis = await startRedisServer();
+});
+afterAll(async () => {
+  await redis.stop();
+});
+
+async function open(kind: 'redis' | 'memory'): Promise<GatewayStore> {
+  return openStore(storeConfig(kind, redis.url), {
+    logger: pino({ level: 'silent' }),
+    metrics: createMetrics(new Registry()),
+    jobs: { answerWaitMs: 60_000, leaseMs: 30_000, maxAgeMs: 86_400_000, credentials: () => ['shared'] },
+  });
+}
+
+const claim = () => ({ requestId: randomUUID(), intent: 'claim' as const });
+
+describe.each(['redis', 'memory'] as const)('jobs on %s', (kind) => {
+  test('a budget of 3 × the price admits exactly 3 of 10 concurrent creates; a refund makes room at once', async () => {
+    const store = await open(kind);
+    const tenant = `budget-${randomUUID().slice(0, 8)}`;
+    try {
+      const checks = Array.from({ length: 10 }, claim);
+      const results = await Promise.all(
+        checks.map((check) => store.admission.admit(tenant, LIMITS, check, reservation())),
+      );
+      const admitted = checks.filter((_, index) => results[index]?.kind === 'decided');
+      expect(admitted).toHaveLength(3);
+      expect(results.find((result) => result.kind === 'job_refused')).toMatchObject({
+        kind: 'job_refused',
+        refusal: { kind: 'budget_exceeded', scope: 'monthly', remainingMicroUsd: 0 },
+      });
+      const job = { requestId: admitted[0]!.requestId, tenantId: tenant, credential: 'shared' };
+      await store.jobs.submitted(job.requestId, 1_000);
+
+      // Completed below the estimate: the difference is refunded; a second settlement does nothing.
+      const settled = await store.jobs.settle(job, {
+        outcome: 'completed',
+        reportedMicroUsd: 4_000,
+        record: '{}',
+      });
+      expect(settled).toMatchObject({
+        spentMicroUsd: 4_000,
+        end: { outcome: 'completed', tenant, record: '{}' },
+      });
+      expect(await store.jobs.settle(job, { outcome: 'failed', record: '{}' })).toBeUndefined();
+      expect(await store.jobs.usage(tenant, undefined, 3 * PRICE)).toMatchObject({
+        monthly: { reservedMicroUsd: 2 * PRICE, spentMicroUsd: 4_000 },
+        jobsInFlight: 2,
+      });
+      // 6_000 left: a create of 10_000 does not fit, one of 6_000 does.
+      expect((await store.admission.admit(tenant, LIMITS, claim(), reservation())).kind).toBe('job_refused');
+      const fits = await store.admission.admit(tenant, LIMITS, claim(), reservation({ costMicroUsd: 6_000 }));
+      expect(fits.kind).toBe('decided');
+
+      // Failed and refused creates refund in full.
+      const second = { ...job, requestId: admitted[1]!.requestId };
+      await store.jobs.settle(second, { outcome: 'failed', record: '{}' });
+      await store.jobs.settle({ ...job, requestId: admitted[2]!.requestId }, { outcome: 'refused' });
+      expect(await store.jobs.usage(tenant, undefined, 3 * PRICE)).toMatchObject({
+        monthly: { reservedMicroUsd: 6_000, spentMicroUsd: 4_000 },
+        jobsInFlight: 1,
+      });
+    } finally {
+      await store.close();
+    }
+  });
+
+  test("a tenant's and a credential's caps on jobs in flight; each end frees one slot", async () => {
+    const store = await open(kind);
+    const credential = `cred-${randomUUID().slice(0, 8)}`;
+    const capped = reservation({
+      credential,
+      monthlyMicroUsd: undefined,
+      tenantMaxInFlight: 2,
+      credentialMaxInFlight: 3,
+    });
+    try {
+      const first = claim();
+      expect((await store.admission.admit('cap-a', [], first, capped)).kind).toBe('decided');
+      expect((await store.admission.admit('cap-a', [], claim(), capped)).kind).toBe('decided');
+      expect(await store.admission.admit('cap-a', [], claim(), capped)).toMatchObject({
+        refusal: { kind: 'too_many_jobs_in_flight', scope: 'tenant', limit: 2 },
+      });
+      expect((await store.admission.admit('cap-b', [], claim(), capped)).kind).toBe('decided');
+      expect(await store.admission.admit('cap-b', [], claim(), capped)).toMatchObject({
+        refusal: { kind: 'too_many_jobs_in_flight', scope: 'credential', limit: 3 },
+      });
+      expect(await store.jobs.credentialJobsInFlight(credential)).toBe(3);
+      await store.jobs.settle(
+        { requestId: first.requestId, tenantId: 'cap-a', credential },
+        { outcome: 'cancelled', record: '{}' },
+      );
+      expect((await store.admission.admit('cap-b', [], claim(), capped)).kind).toBe('decided');
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('a leased job is not leased again within its lease; an ended one is leased to tell its listeners', async () => {
+    const store = await open(kind);
+    const tenant = `lease-${randomUUID().slice(0, 8)}`;
+    try {
+      const check = claim();
+      await store.admission.admit(tenant, [], check, reservation({ monthlyMicroUsd: undefined }));
+      await store.jobs.submitted(check.requestId, 0);
+      const leased = await store.jobs.leaseDue(64, 30_000, 100);
+      expect(leased.filter((job) => job.requestId === check.requestId)).toHaveLength(1);
+      expect(
+        (await store.jobs.leaseDue(64, 30_000, 100)).some((job) => job.requestId === check.requestId),
+      ).toBe(false);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+test('on Redis, a create with budgets and both caps is still one script call', async () => {
+  const store = await open('redis');
+  try {
+    const full = reservation({ dailyMicroUsd: 5 * PRICE, tenantMaxInFlight: 5, credentialMaxInFlight: 5 });
+    // The first call defines the script (EVAL); measure the second.
+    await store.admission.admit('one-call', LIMITS, claim(), full);
+    const commands = await clientCommandsDuring(redis, async () => {
+      const result = await store.admission.admit('one-call', LIMITS, claim(), full);
+      expect(result.kind).toBe('decided');
+    });
+    expect(commands.map((command) => (command[0] ?? '').toLowerCase())).toEqual(['evalsha']);
+  } finally {
+    await store.close();
+  }
+});
