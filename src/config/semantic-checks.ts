@@ -56,6 +56,29 @@ function checkLimitIds(tenants: Tenants, problems: ConfigProblem[]): void {
   }
 }
 
+// Webhook ids name deliveries to their tenant; a URL is judged for its address only at each attempt
+// (docs/webhooks.md), but one that is not an http(s) URL is a mistake to report now.
+function checkWebhooks(tenants: Tenants, problems: ConfigProblem[]): void {
+  for (const { index: tenantIndex, tenant } of tenants) {
+    const seen = new Set<string>();
+    tenant.webhooks.forEach((webhook, webhookIndex) => {
+      if (seen.has(webhook.id)) {
+        problems.push({
+          path: formatPath(['tenants', tenantIndex, 'webhooks', webhookIndex, 'id']),
+          message: `webhook id "${webhook.id}" is used twice in tenant "${tenant.id}"`,
+        });
+      }
+      seen.add(webhook.id);
+      if (!URL.canParse(webhook.url)) {
+        problems.push({
+          path: formatPath(['tenants', tenantIndex, 'webhooks', webhookIndex, 'url']),
+          message: 'must be an http or https URL',
+        });
+      }
+    });
+  }
+}
+
 function checkCredentials(
   tenants: Tenants,
   configured: string[] | undefined,
@@ -168,6 +191,7 @@ export function checkConfigSemantics(parts: WellFormedParts): ConfigProblem[] {
   checkUniqueTenantIds(parts.tenants, problems);
   checkUniqueKeyHashes(parts.tenants, problems);
   checkLimitIds(parts.tenants, problems);
+  checkWebhooks(parts.tenants, problems);
   checkCredentials(parts.tenants, parts.credentialNames, problems);
   checkModelGlobs(parts.tenants, problems);
   checkPricesForBudgets(parts.tenants, parts.imagePriceGlobs, problems);
