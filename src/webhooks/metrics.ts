@@ -1,8 +1,9 @@
 // The webhook metrics (docs/webhooks.md, "Operations"), registered on the registry the caller owns.
 // Tenants and events come from configuration and results from a fixed set, so series stay bounded; the
-// counters start at 0 for every configured tenant, so increase() sees the first dead delivery.
+// counters start at 0 for every tenant with webhooks and the events they want, so increase() sees the
+// first dead delivery. Tenants without webhooks have no webhook series.
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import { WEBHOOK_EVENTS } from '../config/schema.ts';
+import type { TenantConfig } from '../config/schema.ts';
 import type { Delivery } from './delivery.ts';
 import type { DeliveryQueue } from './queue/delivery-queue.ts';
 import type { DeliveryResult } from './queue/step.ts';
@@ -14,7 +15,8 @@ const DURATION_BUCKETS_SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2
 
 export interface WebhookMetrics {
   observe: (delivery: Delivery, result: DeliveryResult, durationSeconds: number | undefined) => void;
-  startTenantsAtZero: (tenants: readonly string[]) => void;
+  /** Starts each tenant's counters at 0 for the events its webhooks want. */
+  startTenantsAtZero: (tenants: readonly TenantConfig[]) => void;
 }
 
 export function createWebhookMetrics(
@@ -72,8 +74,8 @@ export function createWebhookMetrics(
     },
     startTenantsAtZero: (tenants) => {
       for (const tenant of tenants) {
-        for (const event of WEBHOOK_EVENTS) {
-          for (const result of DELIVERY_RESULTS) deliveries.labels(tenant, event, result).inc(0);
+        for (const event of new Set(tenant.webhooks.flatMap((webhook) => webhook.events))) {
+          for (const result of DELIVERY_RESULTS) deliveries.labels(tenant.id, event, result).inc(0);
         }
       }
     },

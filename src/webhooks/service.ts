@@ -91,8 +91,10 @@ export async function openWebhookService(options: WebhookServiceOptions): Promis
   let signers: WebhookSigners = await openWebhookSecrets(secretsOf(options.tenants), secretOptions);
   const shutdown = new AbortController();
   // Read at scrape time only, once the queue below is open.
-  const metrics = createWebhookMetrics(options.registry, () => ({ queue, tenants: [...tenants.keys()] }));
-  metrics.startTenantsAtZero([...tenants.keys()]);
+  const tenantsWithWebhooks = () =>
+    [...tenants.values()].filter((tenant) => tenant.webhooks.length > 0).map((tenant) => tenant.id);
+  const metrics = createWebhookMetrics(options.registry, () => ({ queue, tenants: tenantsWithWebhooks() }));
+  metrics.startTenantsAtZero(options.tenants);
   const step: Omit<StepDependencies, 'endpoints'> = {
     context: {
       send: {
@@ -139,7 +141,7 @@ export async function openWebhookService(options: WebhookServiceOptions): Promis
       signers.close();
       signers = nextSigners;
       tenants = new Map(next.map((tenant) => [tenant.id, tenant]));
-      metrics.startTenantsAtZero([...tenants.keys()]);
+      metrics.startTenantsAtZero(next);
     },
     async close() {
       // Attempts in flight end now and count as failed: they are retried, here or by another replica.
