@@ -99,6 +99,54 @@ export function healthDashboard(): Dashboard {
           ),
         ),
     )
+    .withRow(new RowBuilder('Job tracker'))
+    .withPanel(
+      timeSeriesPanel()
+        .title('Oldest job followed')
+        .links([runbookLink('GengateJobTrackerBehind')])
+        .description(
+          "Age of the oldest job the trackers follow, over every replica, as of each replica's last turn. " +
+            'Jobs end within minutes: an age of hours is a job whose end is not being learnt ' +
+            '(docs/budgets.md).',
+        )
+        .unit(units.Seconds)
+        .min(0)
+        .withTarget(
+          prometheusQuery(`max(${select('gengate_tracker_oldest_job_age_seconds')})`, 'oldest job age'),
+        ),
+    )
+    .withPanel(
+      timeSeriesPanel()
+        .title('Tracker polls by credential and result')
+        .description(
+          "The trackers' upstream polls per second: running, ended, not_found (a create never accepted), " +
+            "rate_limited (the upstream's 429) and error. They spend the account's rate limit, at most " +
+            'jobs.maxPollsPerSecondPerCredential over every replica.',
+        )
+        .unit(units.RequestsPerSecond)
+        .min(0)
+        .withTarget(
+          prometheusQuery(
+            sumRate(select('gengate_tracker_polls_total'), ['credential', 'result']),
+            '{{credential}} {{result}}',
+          ),
+        ),
+    )
+    .withPanel(
+      timeSeriesPanel()
+        .title('Jobs in flight by credential')
+        .description(
+          "Jobs admitted and not yet settled on each upstream credential, over every tenant on it: the account's own cap (maxJobsInFlight) holds this.",
+        )
+        .unit(units.Short)
+        .min(0)
+        .withTarget(
+          prometheusQuery(
+            `max by (credential) (${select('gengate_credential_jobs_in_flight')})`,
+            '{{credential}}',
+          ),
+        ),
+    )
     .withRow(new RowBuilder('Configuration'))
     .withPanel(
       timeSeriesPanel()

@@ -20,6 +20,10 @@ const POLICY_ACTIONS = 'gengate_policy_actions_total';
 const ESTIMATED_COST = 'gengate_usage_estimated_cost_usd_total';
 const REPORTED_COST = 'gengate_usage_reported_cost_usd_total';
 const WEBHOOK_DELIVERIES = 'gengate_webhook_deliveries_total';
+const BUDGET_USED = 'gengate_budget_used_ratio';
+const BUDGET_SPENT = 'gengate_budget_spent_usd_total';
+const JOBS_IN_FLIGHT = 'gengate_jobs_in_flight';
+const JOBS_FINISHED = 'gengate_jobs_finished_total';
 
 /** Usage is read per hour, the unit tenants plan and are billed in, rather than per second. */
 const PER_HOUR = ' * 3600';
@@ -174,6 +178,62 @@ export function tenantsDashboard(): Dashboard {
           prometheusQuery(
             rateShare(DECISIONS, [TENANT], REFUSED_DECISIONS, ['tenant', 'limit']),
             '{{tenant}}/{{limit}}',
+          ),
+        ),
+    )
+    .withRow(new RowBuilder('Jobs and budgets'))
+    .withPanel(
+      timeSeriesPanel()
+        .title('Budget used')
+        .links([runbookLink('GengateTenantBudgetNearlySpent')])
+        .description(
+          "Share of each tenant's daily or monthly budget spent or reserved by jobs in flight (the store's " +
+            'figure, the same on every replica). At 1 its creates get 429 budget_exceeded until the period ' +
+            'resets (docs/budgets.md).',
+        )
+        .unit(units.PercentUnit)
+        .min(0)
+        .withTarget(
+          prometheusQuery(`max by (tenant, scope) (${select(BUDGET_USED, TENANT)})`, '{{tenant}} {{scope}}'),
+        ),
+    )
+    .withPanel(
+      timeSeriesPanel()
+        .title('Spent per hour')
+        .description(
+          'USD settled as spent per hour, by tenant: what the upstream reported for completed jobs, the ' +
+            'estimate for expired ones.',
+        )
+        .unit(units.Dollars)
+        .min(0)
+        .withTarget(
+          prometheusQuery(`${sumRate(select(BUDGET_SPENT, TENANT), ['tenant'])}${PER_HOUR}`, '{{tenant}}'),
+        ),
+    )
+    .withPanel(
+      timeSeriesPanel()
+        .title('Jobs in flight by tenant')
+        .description(
+          "Jobs admitted and not yet settled, by tenant, over every replica. It stays at a tenant's " +
+            'jobs.maxInFlight while its creates get 429 too_many_jobs_in_flight.',
+        )
+        .unit(units.Short)
+        .min(0)
+        .withTarget(prometheusQuery(`max by (tenant) (${select(JOBS_IN_FLIGHT, TENANT)})`, '{{tenant}}')),
+    )
+    .withPanel(
+      timeSeriesPanel()
+        .title('Jobs finished by outcome')
+        .description(
+          'Jobs settled per second by tenant and outcome: completed, failed and cancelled are refunded or ' +
+            'charged what the upstream reported; expired ones (never seen to end) are kept at the estimate.',
+        )
+        .unit(units.OpsPerSecond)
+        .min(0)
+        .withTarget(
+          prometheusQuery(
+            sumRate(select(JOBS_FINISHED, TENANT), ['tenant', 'outcome']),
+            '{{tenant}} {{outcome}}',
           ),
         ),
     )

@@ -9,7 +9,7 @@ import { settlementOfRecord } from '../jobs/outcome.ts';
 import { createReservationPlanner } from '../jobs/reservation.ts';
 import { createSettleJob, type SettleJobDeps } from '../jobs/settle.ts';
 import { createJobTracker } from '../jobs/tracker.ts';
-import { toUsd } from '../jobs/pricing.ts';
+import { toMicroUsd, toUsd } from '../jobs/pricing.ts';
 import type { GatewayParts } from './pipeline.ts';
 import { requestIdParam, routeOf, tenantOf } from './request-state.ts';
 
@@ -30,6 +30,17 @@ export function installJobFollowing(app: FastifyInstance, config: GatewayConfig,
   const metrics = createJobMetrics(parts.metrics.registry, store.jobs, {
     tenantIds: config.tenants.map((tenant) => tenant.id),
     credentials: Object.keys(config.upstream.credentials),
+    budgets: config.tenants.flatMap(({ id, budget }) =>
+      budget === undefined
+        ? []
+        : [
+            {
+              tenant: id,
+              daily: budget.dailyUsd === undefined ? undefined : toMicroUsd(budget.dailyUsd),
+              monthly: budget.monthlyUsd === undefined ? undefined : toMicroUsd(budget.monthlyUsd),
+            },
+          ],
+    ),
   });
   const tellDeps: SettleJobDeps = {
     jobs: store.jobs,

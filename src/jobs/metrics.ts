@@ -18,6 +18,8 @@ const MS_PER_SECOND = 1_000;
 export interface JobMetricsScope {
   tenantIds: readonly string[];
   credentials: readonly string[];
+  /** The tenants with a budget, and its limits (micro-USD). */
+  budgets: readonly { tenant: string; daily: number | undefined; monthly: number | undefined }[];
 }
 
 export type JobMetrics = ReturnType<typeof createJobMetrics>;
@@ -86,6 +88,25 @@ export function createJobMetrics(registry: Registry, jobs: JobBook, scope: JobMe
         // Any limit: the month's reserved amount is kept whether or not the tenant has a budget.
         const usage = await jobs.usage(tenant, undefined, 0).catch(() => undefined);
         this.set({ tenant }, toUsd(usage?.monthly?.reservedMicroUsd ?? 0));
+      }
+    },
+  });
+  new Gauge({
+    name: 'gengate_budget_used_ratio',
+    help: "Share of a tenant's budget spent or reserved in the current period (UTC day or month).",
+    labelNames: ['tenant', 'scope'] as const,
+    registers: [registry],
+    async collect() {
+      for (const { tenant, daily, monthly } of scope.budgets) {
+        const usage = await jobs.usage(tenant, daily, monthly).catch(() => undefined);
+        for (const [name, period] of [
+          ['daily', usage?.daily],
+          ['monthly', usage?.monthly],
+        ] as const) {
+          if (period === undefined || period.limitMicroUsd === 0) continue;
+          const used = period.reservedMicroUsd + period.spentMicroUsd;
+          this.set({ tenant, scope: name }, used / period.limitMicroUsd);
+        }
       }
     },
   });

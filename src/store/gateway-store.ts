@@ -29,6 +29,8 @@ export interface StoreJobOptions {
   maxAgeMs: number;
   /** The configured credentials, read at each lease (a reload may change them). */
   credentials: () => readonly string[];
+  /** Whether a tenant has a budget: then a Redis without persistence is worth a warning at start-up. */
+  budgets: boolean;
 }
 
 export interface GatewayStore extends StoreBackend {

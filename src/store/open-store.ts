@@ -20,13 +20,16 @@ import { openRedisStore } from './redis/open-redis-store.ts';
 const MS_PER_SECOND = 1_000;
 
 /** The job book's options from the whole configuration (what tests that build only `store` leave out). */
-export function storeJobOptions(config: Pick<GatewayConfig, 'jobs' | 'upstream'>): StoreJobOptions {
+export function storeJobOptions(
+  config: Pick<GatewayConfig, 'jobs' | 'upstream' | 'tenants'>,
+): StoreJobOptions {
   return {
     // The upstream has answered or given up by then; a lease more and the replica that sent it is gone.
     answerWaitMs: config.upstream.timeoutMs + config.jobs.leaseMs,
     leaseMs: config.jobs.leaseMs,
     maxAgeMs: config.jobs.maxAgeSeconds * MS_PER_SECOND,
     credentials: () => Object.keys(config.upstream.credentials),
+    budgets: config.tenants.some((tenant) => tenant.budget !== undefined),
   };
 }
 
@@ -35,6 +38,7 @@ const DEFAULT_STORE_JOB_OPTIONS: StoreJobOptions = {
   leaseMs: DEFAULT_JOB_LEASE_MS,
   maxAgeMs: DEFAULT_JOB_MAX_AGE_SECONDS * MS_PER_SECOND,
   credentials: () => [],
+  budgets: false,
 };
 
 export async function openStore(

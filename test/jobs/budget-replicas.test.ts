@@ -125,6 +125,12 @@ async function createsInParallel(count: number, tenant: keyof typeof KEYS, route
   );
 }
 
+test('a replica warns at start-up when tenants have budgets and Redis keeps no AOF', async () => {
+  const warning = 'tenants have budgets but Redis has no AOF persistence: a Redis restart forgets spending';
+  await waitFor('the warning', () => replicas[0]!.lines.some((line) => line.msg === warning));
+  expect(replicas[0]!.lines.find((line) => line.msg === warning)).toMatchObject({ level: 40 });
+});
+
 describe('a monthly budget of exactly N × the price', () => {
   test('200 concurrent creates over three replicas: exactly N admitted, the rest 429 budget_exceeded', async () => {
     simulator.clearReceived();

@@ -9,11 +9,18 @@ import type { GatewayConfig } from '../../src/config/schema.ts';
 import type { JobReservation } from '../../src/jobs/book.ts';
 import { createMetrics } from '../../src/observability/metrics.ts';
 import type { LimitRequest } from '../../src/ratelimit/types.ts';
-import type { GatewayStore } from '../../src/store/gateway-store.ts';
+import type { GatewayStore, StoreJobOptions } from '../../src/store/gateway-store.ts';
 import { openStore } from '../../src/store/open-store.ts';
 import { clientCommandsDuring, startRedisServer, type RedisServer } from '../support/redis-server.ts';
 
 const PRICE = 10_000; // 0.01 USD in micro-USD
+const JOB_OPTIONS: StoreJobOptions = {
+  answerWaitMs: 60_000,
+  leaseMs: 30_000,
+  maxAgeMs: 86_400_000,
+  credentials: () => ['shared'],
+  budgets: false,
+};
 const LIMITS: LimitRequest[] = [{ id: 'requests', limit: 1000, windowSeconds: 60, cost: 1 }];
 
 function reservation(overrides: Partial<JobReservation> = {}): JobReservation {
@@ -51,7 +58,7 @@ async function open(kind: 'redis' | 'memory'): Promise<GatewayStore> {
   return openStore(storeConfig(kind, redis.url), {
     logger: pino({ level: 'silent' }),
     metrics: createMetrics(new Registry()),
-    jobs: { answerWaitMs: 60_000, leaseMs: 30_000, maxAgeMs: 86_400_000, credentials: () => ['shared'] },
+    jobs: JOB_OPTIONS,
   });
 }
 
@@ -171,4 +178,40 @@ test('on Redis, a create with budgets and both caps is still one script call', a
   } finally {
     await store.close();
   }
+});
+
+describe('a store that cannot answer', () => {
+  async function openUnreachable(failMode: 'open' | 'closed'): Promise<GatewayStore> {
+    return openStore(
+      { ...storeConfig('redis', 'redis://127.0.0.1:1'), failMode },
+      {
+        logger: pino({ level: 'silent' }),
+        metrics: createMetrics(new Registry()),
+        jobs: JOB_OPTIONS,
+      },
+    );
+  }
+
+  test('failMode open admits a create without its reservation, and says so', async () => {
+    const store = await openUnreachable('open');
+    try {
+      const result = await store.admission.admit('open-tenant', LIMITS, claim(), reservation());
+      expect(result).toMatchObject({ kind: 'decided', decision: { outcome: 'admitted' }, unreserved: true });
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('failMode closed refuses it (503 store_unavailable)', async () => {
+    const store = await openUnreachable('closed');
+    try {
+      const result = await store.admission
+        .admit('closed-tenant', LIMITS, claim(), reservation())
+        .catch((error: unknown) => error);
+      // Refused at the claim already, before anything could be reserved.
+      expect(result).toMatchObject({ code: 'store_unavailable', status: 503 });
+    } finally {
+      await store.close();
+    }
+  });
 });

@@ -59,6 +59,7 @@ const ALLOWED: Record<string, (value: string) => boolean> = {
   result: oneOf([...CONFIG_RELOAD_RESULTS, ...POLL_RESULTS]),
   credential: oneOf(['shared', 'research']),
   outcome: oneOf(JOB_OUTCOMES),
+  scope: oneOf(['daily', 'monthly']),
   reason: oneOf([...UPSTREAM_ERROR_REASONS, ...LOAD_SHED_REASONS]),
   le: (value) => value === '+Inf' || Number.isFinite(Number(value)),
   version: oneOf([packageJson.version]),

@@ -11,7 +11,12 @@ import { createRedisJobBook } from './job-book.ts';
 import type { StoreMetrics } from '../metrics.ts';
 import { createRedisAdmission } from './admission.ts';
 import { createConnectionBreaker } from './circuit-breaker.ts';
-import { createRedisConnection, waitUntilConnected, type StoreLogger } from './connection.ts';
+import {
+  createRedisConnection,
+  waitUntilConnected,
+  type RedisConnection,
+  type StoreLogger,
+} from './connection.ts';
 import { createRedisOwnershipStore } from './ownership-store.ts';
 import { createRedisRateLimiter } from './rate-limiter.ts';
 import { createStoreCalls } from './store-calls.ts';
@@ -21,6 +26,25 @@ import { createRedisUsageMeter } from './usage-meter.ts';
 // Start-up only: long enough for a healthy Redis, short enough that a dead one does not hold the
 // process (fail-open replicas serve from the fallback; fail-closed ones stay not ready).
 const STARTUP_CONNECT_WAIT_MS = 2_000;
+
+/**
+ * Budgets are kept in Redis: without AOF a Redis restart forgets what was spent (docs/budgets.md). Start-up
+ * only, and only where INFO is readable (a managed Redis may refuse it): then nothing is said.
+ */
+function warnWithoutPersistence(connection: RedisConnection, logger: StoreLogger): void {
+  if (connection instanceof Cluster) return;
+  connection.info('persistence').then(
+    (info) => {
+      if (/^aof_enabled:0\r?$/m.test(info)) {
+        logger.warn(
+          {},
+          'tenants have budgets but Redis has no AOF persistence: a Redis restart forgets spending',
+        );
+      }
+    },
+    () => undefined,
+  );
+}
 
 export async function openRedisStore(
   store: GatewayConfig['store'],
@@ -45,6 +69,7 @@ export async function openRedisStore(
   await waitUntilConnected(connection, STARTUP_CONNECT_WAIT_MS).catch(() => {
     deps.logger.warn({}, 'store not reachable at start-up; serving per its failMode until it is');
   });
+  if (deps.jobs.budgets) warnWithoutPersistence(connection, deps.logger);
   const { commandTimeoutMs } = store.redis;
   const ownershipTtlMs = store.ownershipTtlSeconds * 1000;
   const breaker = createConnectionBreaker(connection, {
