@@ -56,7 +56,12 @@ export function createAdmitHook(options: AdmitHookOptions) {
     switch (result.kind) {
       case 'job_refused':
         if (reservation === undefined) throw new Error('a job refused without a reservation');
-        throw reservationRefusalError(result.refusal, reservation, options.now(), options.jobRetryAfterSeconds);
+        throw reservationRefusalError(
+          result.refusal,
+          reservation,
+          options.now(),
+          options.jobRetryAfterSeconds,
+        );
       case 'request_id_taken':
         return options.answerTakenRequestId(request, reply, check?.requestId ?? '', result.outcome);
       case 'not_owned':

@@ -142,6 +142,8 @@ export function createJobTracker(deps: JobTrackerDeps): JobTracker {
         },
       );
     }, delayMs);
+    // Background work: it never keeps a process alive by itself (the app's onClose stops it).
+    timer.unref();
   }
 
   return {

@@ -83,7 +83,7 @@ describe('Redis killed and restarted', () => {
             (decision) =>
               `gengate_rate_limit_decisions_total{tenant="alpha",limit="requests",decision="${decision}"}`,
           ),
-          ...['admission', 'rate_limit_check', 'ping', 'ownership', 'usage_flush', 'usage_read'].map(
+          ...['admission', 'rate_limit_check', 'ping', 'ownership', 'usage_flush', 'usage_read', 'jobs'].map(
             (operation) => `gengate_store_errors_total{operation="${operation}"}`,
           ),
           'gengate_store_breaker_trips_total',

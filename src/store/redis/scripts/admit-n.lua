@@ -62,7 +62,10 @@ for n = 1, tonumber(ARGV[1]) do
   local job = nil
   local reservation_arg = arg + 5 + 3 * limit_count
   if ARGV[arg + 4] == '1' then
-    job = { keys = reservation_keys(KEYS, key + 1 + limit_count), reservation = read_reservation(ARGV, reservation_arg) }
+    job = {
+      keys = reservation_keys(KEYS, key + 1 + limit_count),
+      reservation = read_reservation(ARGV, reservation_arg),
+    }
   end
   replies[n + 1] = admit(KEYS[key], read_limits(limit_keys, ARGV, arg + 5), ARGV[arg + 1], ARGV[arg + 2],
     ARGV[arg + 3], ARGV[4], now, margin_ms, job, server_time)
