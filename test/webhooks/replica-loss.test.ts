@@ -9,7 +9,7 @@ import { deliveryIdOf } from '../../src/webhooks/service.ts';
 import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { startReceiver } from './support/receiver.ts';
-import { openTestService, tenantWith } from './support/service-harness.ts';
+import { openTestService, settlement, tenantWith } from './support/service-harness.ts';
 
 const REPLICA = fileURLToPath(new URL('./support/replica.ts', import.meta.url));
 const LOCK_DURATION_MS = 1_000;
@@ -71,6 +71,33 @@ it('a replica killed mid-delivery loses nothing: the other replica delivers ever
     );
   } finally {
     await survivor.close();
+    await receiver.close();
+  }
+}, 90_000);
+
+it('Redis killed and restarted under the queue: the replica lives on and delivers what is queued after', async () => {
+  const receiver = await startReceiver('127.0.0.1');
+  const webhooks = await openTestService({
+    redisUrl: redis.url,
+    tenants: [tenantWith('team-a', [{ id: 'done', url: `${receiver.origin}/hook` }])],
+  });
+  try {
+    await redis.kill();
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    await redis.restart();
+    const requestId = randomUUID();
+    await waitFor(
+      'the queue to take an event again',
+      () =>
+        webhooks.onJobEnded(settlement('team-a', requestId)).then(
+          () => true,
+          () => false,
+        ),
+      30_000,
+    );
+    await waitFor('the delivery', () => receiver.requests.length === 1, 30_000);
+  } finally {
+    await webhooks.close();
     await receiver.close();
   }
 }, 90_000);

@@ -119,9 +119,13 @@ export async function openBullmqQueue(options: BullmqQueueOptions): Promise<Deli
         maxStalledCount: MAX_STALLED_COUNT,
       })
     : undefined;
-  // A worker's errors (a lost connection, a lock it could not renew) are BullMQ's to recover from; an
-  // unhandled 'error' event would end the process.
-  worker?.on('error', () => undefined);
+  // Errors of the queue, the worker and their connections (Redis gone, a lock not renewed) are BullMQ's
+  // and ioredis' to recover from; an 'error' event without a listener would end the process.
+  const ignore = () => undefined;
+  queue.on('error', ignore);
+  worker?.on('error', ignore);
+  client.on('error', ignore);
+  workerClient?.on('error', ignore);
   // Not waited for: a Redis that is down at start must not hold the gateway's start (it fails open);
   // BullMQ connects in the background.
 
