@@ -22,6 +22,8 @@ import { startSimulator } from './simulator/server.ts';
 import { isOverloaded } from './overload/shed-load.ts';
 import { handleProcessLifecycle } from './server/lifecycle.ts';
 import { openStore, storeJobOptions } from './store/open-store.ts';
+import { openWebhookQueue } from './store/webhook-queue.ts';
+import { openWebhookService } from './webhooks/service.ts';
 import { createUpstreamClient, upstreamClientOptions } from './upstream/client.ts';
 import { checkCredential, createCredentialHealth } from './upstream/credential-health.ts';
 
@@ -117,6 +119,19 @@ const simulator = config.simulator.enabled
 
 const metrics = createMetrics();
 const store = await openStore(config.store, { logger, metrics, jobs: storeJobOptions(config) });
+// Completion webhooks: every job's end is queued for its tenant's webhooks before the tracker lets go of it.
+const webhooks = await orExitOnConfigError(() =>
+  openWebhookService({
+    webhooks: config.webhooks,
+    openQueue: (step) => openWebhookQueue(config.store, step),
+    tenants: config.tenants,
+    registry: metrics.registry,
+    env: startupEnv,
+    baseDir: dirname(configPath),
+    logger,
+  }),
+);
+store.jobEnds.listen((end) => webhooks.onJobEnded(end));
 startTenantCountersAtZero(config.tenants, { metrics, store });
 metrics.configApplied(tenantConfigHash(config.tenants));
 metrics.reportMaxReplicas(config.store.replicas);
@@ -131,6 +146,9 @@ const configWatcher = watchConfig({
     tenants = createTenantDirectory(next.tenants);
     startTenantCountersAtZero(next.tenants, { metrics, store });
     warnAboutKeyExpiry(next.tenants);
+    webhooks.updateTenants(next.tenants).catch((error: unknown) => {
+      logger.warn({ err: error }, 'webhook secrets of the new configuration unusable; keeping the last ones');
+    });
     const restartOnly = sectionsNeedingRestart(config, next);
     if (restartOnly.length > 0)
       logger.warn({ sections: restartOnly }, 'changes outside tenants apply on restart');
@@ -153,6 +171,7 @@ const gateway = buildApp(config, {
   upstream,
   store,
   credentialHealth,
+  webhooks,
 });
 const readiness = createReadiness({
   ...(config.store.failMode === 'closed' ? { storeAvailable: () => !store.limiter.degraded } : {}),
@@ -196,6 +215,8 @@ handleProcessLifecycle({
     deadline.addEventListener('abort', abortUpstream, { once: true });
     await gateway.close();
     deadline.removeEventListener('abort', abortUpstream);
+    // Webhook attempts in flight end now and are retried later, here or by another replica.
+    await webhooks.close();
     await Promise.all([
       admin.close(),
       deadline.aborted ? upstream.destroy() : upstream.close(),

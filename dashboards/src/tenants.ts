@@ -19,6 +19,7 @@ const DECISIONS = 'gengate_rate_limit_decisions_total';
 const POLICY_ACTIONS = 'gengate_policy_actions_total';
 const ESTIMATED_COST = 'gengate_usage_estimated_cost_usd_total';
 const REPORTED_COST = 'gengate_usage_reported_cost_usd_total';
+const WEBHOOK_DELIVERIES = 'gengate_webhook_deliveries_total';
 const BUDGET_USED = 'gengate_budget_used_ratio';
 const BUDGET_SPENT = 'gengate_budget_spent_usd_total';
 const JOBS_IN_FLIGHT = 'gengate_jobs_in_flight';
@@ -233,6 +234,56 @@ export function tenantsDashboard(): Dashboard {
           prometheusQuery(
             sumRate(select(JOBS_FINISHED, TENANT), ['tenant', 'outcome']),
             '{{tenant}} {{outcome}}',
+          ),
+        ),
+    )
+    .withRow(new RowBuilder('Completion webhooks'))
+    .withPanel(
+      timeSeriesPanel()
+        .title('Webhook deliveries by result')
+        .links([runbookLink('GengateWebhookDeliveriesDead')])
+        .description(
+          'Webhook attempts per second by tenant and result: delivered (2xx), retried (failed, tried ' +
+            'again later), refused (the destination is not allowed), dead (given up, kept for ' +
+            'redelivery), disabled (the endpoint answered 410). Retries come and go with receivers; ' +
+            'dead and disabled need someone (docs/webhooks.md).',
+        )
+        .unit(units.OpsPerSecond)
+        .min(0)
+        .withTarget(
+          prometheusQuery(
+            sumRate(select(WEBHOOK_DELIVERIES, TENANT), ['tenant', 'result']),
+            '{{tenant}} {{result}}',
+          ),
+        ),
+    )
+    .withPanel(
+      timeSeriesPanel()
+        .title('Webhook backlog')
+        .description(
+          'Deliveries neither delivered nor dead, per tenant. Every replica reads the same queue, so ' +
+            'the panel shows the largest reading rather than a sum.',
+        )
+        .unit(units.Short)
+        .min(0)
+        .withTarget(
+          prometheusQuery(`max by (tenant) (${select('gengate_webhook_backlog', TENANT)})`, '{{tenant}}'),
+        ),
+    )
+    .withPanel(
+      timeSeriesPanel()
+        .title('Oldest pending webhook')
+        .links([runbookLink('GengateWebhookBacklogOld')])
+        .description(
+          "Age of each tenant's oldest pending delivery. It grows while a receiver is down and drops " +
+            'once it is back; past an hour for 15 minutes, GengateWebhookBacklogOld fires.',
+        )
+        .unit(units.Seconds)
+        .min(0)
+        .withTarget(
+          prometheusQuery(
+            `max by (tenant) (${select('gengate_webhook_oldest_pending_age_seconds', TENANT)})`,
+            '{{tenant}}',
           ),
         ),
     )

@@ -2,7 +2,7 @@
 // Members with a default are listed as required: Ajv's useDefaults fills them in before `required` is
 // checked, so a file may leave them out while the loaded config always has them.
 import { Type, type Static } from '@sinclair/typebox';
-import { ROUTE_IDS } from './route-ids.ts';
+import { FORWARDED_ROUTE_IDS } from './route-ids.ts';
 
 export const TENANT_ID_PATTERN = '^[a-z0-9][a-z0-9-]{0,62}$';
 const CREDENTIAL_NAME_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$';
@@ -61,6 +61,15 @@ const DEFAULT_REDIS_KEY_PREFIX = 'gengate:';
 const DEFAULT_STORE_COMMAND_TIMEOUT_MS = 100;
 /** How long the gateway remembers who owns a request id: long past any client's last poll of it. */
 const DEFAULT_OWNERSHIP_TTL_SECONDS = 7 * 24 * 3600;
+// Webhooks (docs/webhooks.md): an attempt's bound, the retry schedule (at least a day by default), and
+// how long a rotated secret keeps signing beside its successor.
+const DEFAULT_WEBHOOK_TIMEOUT_MS = 10_000;
+const DEFAULT_WEBHOOK_FIRST_DELAY_MS = 5_000;
+const DEFAULT_WEBHOOK_MAX_DELAY_MS = 3_600_000;
+const DEFAULT_WEBHOOK_GIVE_UP_AFTER_SECONDS = 86_400;
+const DEFAULT_WEBHOOK_CONCURRENCY_PER_DESTINATION = 4;
+const DEFAULT_WEBHOOK_SECRET_OVERLAP_SECONDS = 3_600;
+export const WEBHOOK_EVENTS = ['job.completed', 'job.failed', 'job.cancelled', 'job.expired'] as const;
 // The job tracker (docs/budgets.md): a lease long enough for one round of polls, the service's own
 // lifetime of a record, and a share of the account's rate limit (DEFAULT_SIMULATOR_REQUESTS_PER_MINUTE).
 export const DEFAULT_JOB_LEASE_MS = 30_000;
@@ -286,6 +295,38 @@ const StoreSchema = object(
   {},
 );
 
+const DestinationListSchema = Type.Array(Type.String({ minLength: 1 }), {
+  default: [],
+  description: 'host globs ("*.svc.cluster.local") and CIDRs or addresses ("10.0.0.0/8")',
+});
+
+const WebhooksSchema = object(
+  {
+    allowedDestinations: DestinationListSchema,
+    allowHttp: DestinationListSchema,
+    timeoutMs: positiveMs(DEFAULT_WEBHOOK_TIMEOUT_MS),
+    retry: object(
+      {
+        firstDelayMs: positiveMs(DEFAULT_WEBHOOK_FIRST_DELAY_MS),
+        maxDelayMs: positiveMs(DEFAULT_WEBHOOK_MAX_DELAY_MS),
+        giveUpAfterSeconds: Type.Integer({ minimum: 1, default: DEFAULT_WEBHOOK_GIVE_UP_AFTER_SECONDS }),
+      },
+      {},
+    ),
+    concurrencyPerDestination: Type.Integer({
+      minimum: 1,
+      default: DEFAULT_WEBHOOK_CONCURRENCY_PER_DESTINATION,
+      description: 'attempts at once to one host and port, per replica',
+    }),
+    secretOverlapSeconds: Type.Integer({
+      minimum: 0,
+      default: DEFAULT_WEBHOOK_SECRET_OVERLAP_SECONDS,
+      description: 'how long the secrets a secret file held before its change keep signing too',
+    }),
+  },
+  {},
+);
+
 const usd = (defaultValue?: number) =>
   Type.Number({ minimum: 0, ...(defaultValue === undefined ? {} : { default: defaultValue }) });
 
@@ -304,6 +345,12 @@ const PricingSchema = object(
   {},
 );
 
+const TenantWebhookSchema = object({
+  id: Type.String({ pattern: TENANT_ID_PATTERN, description: TENANT_ID_DESCRIPTION }),
+  url: Type.String({ pattern: '^https?://[^\\s]+$', description: 'an http or https URL' }),
+  secret: CredentialSchema,
+  events: Type.Array(oneOf(WEBHOOK_EVENTS), { minItems: 1, uniqueItems: true }),
+});
 const JobsSchema = object(
   {
     leaseMs: positiveMs(DEFAULT_JOB_LEASE_MS),
@@ -374,7 +421,7 @@ const PolicySchema = object(
 
 const LimitSchema = object({
   id: Type.String({ pattern: TENANT_ID_PATTERN, description: TENANT_ID_DESCRIPTION }),
-  routes: Type.Array(oneOf([...ROUTE_IDS, '*']), { minItems: 1, uniqueItems: true }),
+  routes: Type.Array(oneOf([...FORWARDED_ROUTE_IDS, '*']), { minItems: 1, uniqueItems: true }),
   cost: oneOf(['requests', 'samples', 'videoSeconds']),
   limit: Type.Integer({ minimum: 1 }),
   windowSeconds: Type.Integer({ minimum: 1, maximum: MAX_LIMIT_WINDOW_SECONDS }),
@@ -387,6 +434,7 @@ const TenantSchema = object({
   account: oneOf(['gateway', 'passthrough'], 'gateway'),
   policy: PolicySchema,
   limits: Type.Array(LimitSchema, { default: [] }),
+  webhooks: Type.Array(TenantWebhookSchema, { default: [] }),
   budget: Type.Optional(
     Type.Object(
       { dailyUsd: Type.Optional(usd()), monthlyUsd: Type.Optional(usd()) },
@@ -405,6 +453,7 @@ export const ConfigSchema = object({
   store: StoreSchema,
   pricing: PricingSchema,
   jobs: JobsSchema,
+  webhooks: WebhooksSchema,
   tenants: Type.Array(TenantSchema, { default: [] }),
 });
 
@@ -532,6 +581,31 @@ export const CONFIG_OPTION_DOCS: Readonly<Record<string, OptionDoc>> = {
     defaultNote: '(7 days)',
     text: 'how long a request id stays tied to the tenant that submitted it (see [ownership.md](ownership.md)).',
   },
+  'webhooks.allowedDestinations': {
+    type: 'list of host globs and CIDRs or addresses',
+    text: 'where completion webhooks may go ([webhooks.md](webhooks.md#security)); loopback and private addresses only through a listed CIDR; metadata, link-local, unspecified, broadcast and multicast addresses never.',
+  },
+  'webhooks.allowHttp': {
+    type: 'list of host globs and CIDRs or addresses',
+    text: 'destinations that may be sent plain `http://`; every other one needs `https://`.',
+  },
+  'webhooks.timeoutMs': {
+    text: 'bound of one attempt: lookup, connection, request and the answer (at most 64 KiB read).',
+  },
+  'webhooks.retry.firstDelayMs': {
+    text: 'wait after the first failed attempt; it doubles after each failure.',
+  },
+  'webhooks.retry.maxDelayMs': { defaultNote: '(1 hour)', text: 'longest wait between two attempts.' },
+  'webhooks.retry.giveUpAfterSeconds': {
+    defaultNote: '(24 hours)',
+    text: 'a delivery not delivered this long after it was queued is dead (kept for redelivery).',
+  },
+  'webhooks.concurrencyPerDestination': {
+    text: 'attempts at once to one host and port, per replica: a slow receiver holds no more.',
+  },
+  'webhooks.secretOverlapSeconds': {
+    text: "how long the secrets a webhook's secret file held before a change keep signing beside the new ones.",
+  },
   'pricing.images': {
     type: 'list of `{ model: glob, usdPerSample }`',
     text: 'what one image sample is expected to cost, by the first entry whose glob matches the model (`*` also matches a request without model); the service publishes no image price ([budgets](budgets.md)).',
@@ -618,6 +692,21 @@ export const CONFIG_OPTION_DOCS: Readonly<Record<string, OptionDoc>> = {
   'tenants[].limits[].cost': { text: 'what one request costs: 1, its `samples`, or its video `duration`' },
   'tenants[].limits[].limit': { text: 'units admitted per window' },
   'tenants[].limits[].windowSeconds': { text: 'window length' },
+  'tenants[].webhooks': {
+    type: '`{ id, url, secret, events }`',
+    text: 'completion webhooks ([webhooks.md](webhooks.md)); `id` unique within the tenant, same syntax as a tenant id',
+  },
+  'tenants[].webhooks[].url': {
+    text: 'where the events are POSTed; judged against `webhooks.allowedDestinations` at each attempt',
+  },
+  'tenants[].webhooks[].secret': {
+    type: '`{ env: VARIABLE }` or `{ file: PATH }`',
+    text: 'one or more Standard Webhooks secrets (`whsec_<base64>`, blank-separated; each signs); a file is re-read when it changes',
+  },
+  'tenants[].webhooks[].events': {
+    type: 'non-empty list of `job.completed`, `job.failed`, `job.cancelled`, `job.expired`',
+    text: 'the job ends it is told of',
+  },
   'tenants[].budget.dailyUsd': {
     default: 'no budget',
     text: 'USD the tenant may spend per calendar day (UTC); a create reserves its expected cost, `429 budget_exceeded` when it does not fit',

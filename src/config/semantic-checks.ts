@@ -58,6 +58,29 @@ function checkLimitIds(tenants: Members, problems: ConfigProblem[]): void {
   }
 }
 
+// Webhook ids name deliveries to their tenant; a URL is judged for its address only at each attempt
+// (docs/webhooks.md), but one that is not an http(s) URL is a mistake to report now.
+function checkWebhooks(tenants: Tenants, problems: ConfigProblem[]): void {
+  for (const { index: tenantIndex, tenant } of tenants) {
+    const seen = new Set<string>();
+    tenant.webhooks.forEach((webhook, webhookIndex) => {
+      if (seen.has(webhook.id)) {
+        problems.push({
+          path: formatPath(['tenants', tenantIndex, 'webhooks', webhookIndex, 'id']),
+          message: `webhook id "${webhook.id}" is used twice in tenant "${tenant.id}"`,
+        });
+      }
+      seen.add(webhook.id);
+      if (!URL.canParse(webhook.url)) {
+        problems.push({
+          path: formatPath(['tenants', tenantIndex, 'webhooks', webhookIndex, 'url']),
+          message: 'must be an http or https URL',
+        });
+      }
+    });
+  }
+}
+
 function checkCredentialReferences(
   tenants: Members,
   configured: string[] | undefined,
@@ -176,6 +199,7 @@ export function checkConfigSemantics(parts: WellFormedParts): ConfigProblem[] {
   checkUniqueTenantIds(parts.tenantMembers, problems);
   checkUniqueKeyHashes(parts.tenantMembers, problems);
   checkLimitIds(parts.tenantMembers, problems);
+  checkWebhooks(parts.tenants, problems);
   checkCredentialReferences(parts.tenantMembers, parts.credentialNames, problems);
   checkPassthroughAccounts(parts.tenants, problems);
   checkModelGlobs(parts.tenants, problems);

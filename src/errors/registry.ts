@@ -17,6 +17,7 @@ export const ERROR_CODES = {
   cost_exceeds_limit: { status: 403, type: 'rate_limit_error' },
   route_not_found: { status: 404, type: 'not_found_error' },
   request_not_found: { status: 404, type: 'not_found_error' },
+  delivery_not_found: { status: 404, type: 'not_found_error' },
   method_not_allowed: { status: 405, type: 'not_found_error' },
   request_id_conflict: { status: 409, type: 'conflict_error' },
   expectation_failed: { status: 417, type: 'validation_error' },
@@ -185,6 +186,10 @@ export const NAMED_ERRORS = {
   request_not_found: {
     code: 'request_not_found',
     message: ({ requestId }: { requestId: string }) => `request ${requestId} was not found`,
+  },
+  delivery_not_found: {
+    code: 'delivery_not_found',
+    message: ({ deliveryId }: { deliveryId: string }) => `webhook delivery ${deliveryId} was not found`,
   },
   method_not_allowed: {
     code: 'method_not_allowed',

@@ -29,6 +29,8 @@
 // The plugins (fastify-plugin, named gengate-*) declare the ones they need loaded first: the observer,
 // the body parser and the failure counter read the request's state (gengate-request-state).
 // Hooks that await nothing take Fastify's `done` callback (docs/architecture.md, "Hooks").
+import type { WebhookService } from '../webhooks/service.ts';
+import { installWebhookDeliveryRoutes } from './webhook-deliveries.ts';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { TenantDirectory } from '../auth/tenant-directory.ts';
 import type { GatewayConfig } from '../config/schema.ts';
@@ -71,6 +73,8 @@ export interface GatewayParts {
   store: GatewayStore;
   /** Shared with the start-up checks of the credentials; the pipeline makes its own when absent. */
   credentialHealth?: CredentialHealth;
+  /** The tenant's webhook deliveries, listed and redelivered (src/webhooks/service.ts). */
+  webhooks?: Pick<WebhookService, 'list' | 'redeliver'>;
   now?: () => number;
 }
 
@@ -155,5 +159,8 @@ export function installGatewayPipeline(
       onResponse: countServedRequest,
       onError: showLimitsOnRefusal,
     });
+  }
+  if (parts.webhooks !== undefined) {
+    installWebhookDeliveryRoutes(app, { webhooks: parts.webhooks, authenticate, countServedRequest });
   }
 }

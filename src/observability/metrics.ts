@@ -7,7 +7,7 @@ import { totalmem } from 'node:os';
 import { getHeapStatistics } from 'node:v8';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import packageJson from '../../package.json' with { type: 'json' };
-import { ROUTE_IDS } from '../config/route-ids.ts';
+import { FORWARDED_ROUTE_IDS } from '../config/route-ids.ts';
 import { CellCounter, CellHistogram } from './cell-metrics.ts';
 
 // Whole requests and upstream calls: from a refusal answered in half a millisecond to a generation call
@@ -43,7 +43,7 @@ export function createMetrics(registry: Registry = new Registry()) {
     labelNames: ['route', 'reason'] as const,
     registers: [registry],
   });
-  for (const route of ROUTE_IDS) {
+  for (const route of FORWARDED_ROUTE_IDS) {
     for (const reason of UPSTREAM_ERROR_REASONS) upstreamErrors.inc({ route, reason }, 0);
   }
   const configReloads = new Counter({

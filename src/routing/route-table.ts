@@ -60,11 +60,32 @@ for (const route of GATEWAY_ROUTES) {
   byPath.set(key, [...(byPath.get(key) ?? []), route.method]);
 }
 
+// gengate's own routes (docs/webhooks.md): answered by the gateway, never forwarded, so they are not rows
+// of GATEWAY_ROUTES; src/gateway/webhook-deliveries.ts registers them.
+export const WEBHOOK_DELIVERIES_PATH = '/v1/gateway/webhook-deliveries';
+const REDELIVER_SUFFIX = '/redeliver';
+
+/** The canonical target of a redelivery. */
+export function redeliverTarget(deliveryId: string): string {
+  return `${WEBHOOK_DELIVERIES_PATH}/${deliveryId}${REDELIVER_SUFFIX}`;
+}
+
+function isRedeliverTarget(target: string): boolean {
+  const prefix = `${WEBHOOK_DELIVERIES_PATH}/`;
+  return (
+    target.startsWith(prefix) &&
+    target.endsWith(REDELIVER_SUFFIX) &&
+    isUuid(target.slice(prefix.length, -REDELIVER_SUFFIX.length))
+  );
+}
+
 /**
  * The methods allowed at a raw request target when it is exactly a path of the table (a `{requestId}`
  * being a UUID), whatever method was used; undefined for any other target.
  */
 export function allowedMethodsAt(target: string): readonly GatewayMethod[] | undefined {
+  if (target === WEBHOOK_DELIVERIES_PATH) return ['GET'];
+  if (isRedeliverTarget(target)) return ['POST'];
   const exact = METHODS_BY_STATIC_PATH.get(target);
   if (exact !== undefined) return exact;
   for (const [prefix, methods] of METHODS_BY_ID_PREFIX) {

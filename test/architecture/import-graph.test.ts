@@ -31,6 +31,7 @@ const FOLDER_KINDS: Record<string, 'domain' | 'glue' | 'tool' | 'declarations'> 
   config: 'domain',
   observability: 'domain',
   jobs: 'domain',
+  webhooks: 'domain',
   // Hooks, plugins and handlers: they may import Fastify.
   gateway: 'glue',
   admin: 'glue',

@@ -151,8 +151,17 @@ tenants:
           account: 'gateway',
           policy: { mode: 'enforce' },
           limits: [],
+          webhooks: [],
         },
       ],
+      webhooks: {
+        allowedDestinations: [],
+        allowHttp: [],
+        timeoutMs: 10000,
+        retry: { firstDelayMs: 5000, maxDelayMs: 3600000, giveUpAfterSeconds: 86400 },
+        concurrencyPerDestination: 4,
+        secretOverlapSeconds: 3600,
+      },
     });
     expect(Object.isFrozen(config.tenants[0]?.keys[0])).toBe(true);
     expect(() => {

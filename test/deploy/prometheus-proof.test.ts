@@ -105,12 +105,15 @@ function gatewayConfig(labRequestsLimit: number): string {
     `simulator: { enabled: true, host: 127.0.0.1, port: ${simulatorPort}, queuedMs: 0, processingMs: 0 }`,
     `store: { kind: redis, redis: { url: "${redis.url}" }, failMode: open }`,
     'pricing: { images: [{ model: "*", usdPerSample: 0.01 }] }',
+    // A webhook nothing listens for: its deliveries are retried, so the webhook panels have series.
+    'webhooks: { allowedDestinations: ["127.0.0.1/32"], allowHttp: ["127.0.0.1/32"] }',
     'tenants:',
     '  - id: studio',
     '    credential: shared',
     `    ${key(studioKey)}`,
     `    ${policy('enforce')}`,
     '    budget: { monthlyUsd: 100 }',
+    '    webhooks: [{ id: done, url: "http://127.0.0.1:9/hook", secret: { env: WEBHOOK_SECRET }, events: [job.completed] }]',
     '    limits:',
     '      - { id: images, routes: [images.create], cost: samples, limit: 6, windowSeconds: 60 }',
     '      - { id: requests, routes: ["*"], cost: requests, limit: 1000, windowSeconds: 60 }',
@@ -220,7 +223,10 @@ beforeAll(async () => {
   simulatorPort = await freePort();
   simulatorUrl = `http://127.0.0.1:${simulatorPort}`;
   configPath = await writeTempConfig(gatewayConfig(10));
-  gateway = await startGatewayProcess(configPath, { SHARED_TOKEN: UPSTREAM_TOKEN });
+  gateway = await startGatewayProcess(configPath, {
+    SHARED_TOKEN: UPSTREAM_TOKEN,
+    WEBHOOK_SECRET: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+  });
   teardown.unshift(async () => {
     gateway.signal('SIGTERM');
     await gateway.exited;

@@ -54,6 +54,10 @@ const SAMPLES: { [Name in ErrorName]: [message: string, ...args: ErrorArguments<
     'request 0b7e4f1a-5c2d-4e8f-9a1b-2c3d4e5f6a7b was not found',
     { requestId: '0b7e4f1a-5c2d-4e8f-9a1b-2c3d4e5f6a7b' },
   ],
+  delivery_not_found: [
+    'webhook delivery 0b7e4f1a-5c2d-4e8f-9a1b-2c3d4e5f6a7b was not found',
+    { deliveryId: '0b7e4f1a-5c2d-4e8f-9a1b-2c3d4e5f6a7b' },
+  ],
   method_not_allowed: ['PUT is not allowed here; use GET, DELETE', { method: 'PUT', allow: 'GET, DELETE' }],
   request_id_in_use: ['requestId r-1 is already in use; submit with another requestId', { requestId: 'r-1' }],
   request_id_in_progress: [

@@ -1,0 +1,85 @@
+// The tenant's webhook deliveries (docs/webhooks.md, "Replay"): gengate's own routes, answered from the
+// webhook queue and never forwarded. Authenticated with the tenant key like every route; a tenant sees and
+// redelivers only its own deliveries, and another tenant's id is 404 delivery_not_found, as an unknown one.
+import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
+import { routeNotFound } from '../errors/error-handler.ts';
+import { gatewayError } from '../errors/registry.ts';
+import { successEnvelope } from '../maxai/envelope.ts';
+import {
+  WEBHOOK_DELIVERIES_PATH,
+  isUuid,
+  redeliverTarget,
+  type GatewayRoute,
+} from '../routing/route-table.ts';
+import type { WebhookService } from '../webhooks/service.ts';
+import { admitRequestTarget } from './request-target.ts';
+import { tenantOf } from './request-state.ts';
+
+type Hook = (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => void;
+
+/** How many deliveries the list shows, newest first. */
+const LISTED_DELIVERIES = 100;
+
+const LIST_ROUTE: GatewayRoute = {
+  id: 'webhooks.deliveries',
+  method: 'GET',
+  path: WEBHOOK_DELIVERIES_PATH,
+  hasRequestId: false,
+};
+const REDELIVER_ROUTE: GatewayRoute = {
+  id: 'webhooks.redeliver',
+  method: 'POST',
+  path: `${WEBHOOK_DELIVERIES_PATH}/:deliveryId/redeliver`,
+  hasRequestId: false,
+};
+
+function deliveryIdOf(request: FastifyRequest): string {
+  return (request.params as { deliveryId?: string }).deliveryId ?? '';
+}
+
+// The raw target must be exactly the canonical one, as for every route (src/gateway/request-target.ts).
+const admitRedeliverTarget: Hook = (request, _reply, done) => {
+  const deliveryId = deliveryIdOf(request);
+  if (!isUuid(deliveryId) || request.raw.url !== redeliverTarget(deliveryId))
+    throw routeNotFound(request.raw.url ?? '');
+  done();
+};
+
+export function installWebhookDeliveryRoutes(
+  app: FastifyInstance,
+  options: {
+    webhooks: Pick<WebhookService, 'list' | 'redeliver'>;
+    authenticate: Hook;
+    countServedRequest: Hook;
+  },
+): void {
+  const { webhooks, authenticate, countServedRequest } = options;
+  app.route({
+    method: 'GET',
+    url: LIST_ROUTE.path,
+    config: { gatewayRoute: LIST_ROUTE },
+    onRequest: [admitRequestTarget, authenticate],
+    onResponse: countServedRequest,
+    handler: async (request, reply) => {
+      const deliveries = await webhooks.list(tenantOf(request).id, LISTED_DELIVERIES);
+      return reply.type('application/json').send(successEnvelope(deliveries));
+    },
+  });
+  app.route({
+    method: 'POST',
+    url: REDELIVER_ROUTE.path,
+    config: { gatewayRoute: REDELIVER_ROUTE },
+    onRequest: [admitRedeliverTarget, authenticate],
+    onResponse: countServedRequest,
+    handler: async (request, reply) => {
+      const deliveryId = deliveryIdOf(request).toLowerCase();
+      if (!(await webhooks.redeliver(tenantOf(request).id, deliveryId))) {
+        throw gatewayError('delivery_not_found', { deliveryId });
+      }
+      return reply
+        .code(202)
+        .type('application/json')
+        .send({ status: 202, data: { id: deliveryId, queued: true } });
+    },
+  });
+}
