@@ -10,6 +10,9 @@ import type { DeliveryResult } from './queue/step.ts';
 
 const DELIVERY_RESULTS: readonly DeliveryResult[] = ['delivered', 'retried', 'refused', 'dead', 'disabled'];
 
+// Bounds the queue reads of one scrape, well inside any scrape timeout.
+const SUMMARY_DEADLINE_MS = 250;
+
 // From a loopback receiver's millisecond to the default attempt bound (10 s) and beyond.
 const DURATION_BUCKETS_SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
@@ -37,11 +40,25 @@ export function createWebhookMetrics(
     registers: [registry],
   });
   // Both gauges read the queue at scrape time: one count and one range read per tenant.
-  const summaries = async () => {
+  // A scrape never waits on a queue that does not answer (its Redis down: the queue's commands wait for
+  // the connection): past SUMMARY_DEADLINE_MS, or on a failure, the gauges keep the last summary read.
+  type Summary = { tenant: string } & Awaited<ReturnType<DeliveryQueue['pending']>>;
+  let lastSummaries: Summary[] = [];
+  const summaries = async (): Promise<Summary[]> => {
     const source = pendingOf();
-    return Promise.all(
+    const fresh = Promise.all(
       source.tenants.map(async (tenant) => ({ tenant, ...(await source.queue.pending(tenant)) })),
-    );
+    ).catch(() => undefined);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => {
+        resolve(undefined);
+      }, SUMMARY_DEADLINE_MS);
+    });
+    const read = await Promise.race([fresh, late]);
+    clearTimeout(timer);
+    if (read !== undefined) lastSummaries = read;
+    return lastSummaries;
   };
   new Gauge({
     name: 'gengate_webhook_backlog',
