@@ -7,8 +7,10 @@ interface ProfileNode {
   callFrame: { functionName: string; url: string; lineNumber: number };
 }
 
-interface CpuProfile {
+export interface CpuProfile {
   nodes: ProfileNode[];
+  /** Microseconds, on the profiler's clock. */
+  endTime: number;
   samples: number[];
   timeDeltas: number[];
 }
@@ -57,25 +59,62 @@ function ranked(times: Map<string, number>, total: number, count: number): SelfT
     .map(([name, time]) => ({ name, selfPercent: (100 * time) / total }));
 }
 
-export function summariseCpuProfile(file: string, topCount: number): ProfileSummary {
-  const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
+/** Self time in microseconds by function and by origin, of the samples taken within a window. */
+interface SelfTimes {
+  totalMs: number;
+  byFunction: Map<string, number>;
+  byOrigin: Map<string, number>;
+}
+
+const IDLE = '(idle)';
+
+function selfTimes(profile: CpuProfile, from = -Infinity, to = Infinity): SelfTimes {
   const nodes = new Map(profile.nodes.map((node) => [node.id, node]));
   const byFunction = new Map<string, number>();
   const byOrigin = new Map<string, number>();
+  // Each delta is the time since the sample before; the last sample is at the sum of them all.
+  let time = profile.endTime - profile.timeDeltas.reduce((sum, delta) => sum + delta, 0);
   let total = 0;
   profile.samples.forEach((nodeId, index) => {
     const delta = profile.timeDeltas[index] ?? 0;
+    time += delta;
     const frame = nodes.get(nodeId)?.callFrame;
-    if (frame === undefined) return;
+    if (frame === undefined || time < from || time > to) return;
     total += delta;
     const name = `${frame.functionName === '' ? '(anonymous)' : frame.functionName}${shortLocation(frame.url, frame.lineNumber)}`;
     byFunction.set(name, (byFunction.get(name) ?? 0) + delta);
     const origin = originOf(frame.url, frame.functionName);
     byOrigin.set(origin, (byOrigin.get(origin) ?? 0) + delta);
   });
+  return { totalMs: total / MICROSECONDS_PER_MILLISECOND, byFunction, byOrigin };
+}
+
+export function summariseCpuProfile(file: string, topCount: number): ProfileSummary {
+  const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
+  const { totalMs, byFunction, byOrigin } = selfTimes(profile);
+  const total = totalMs * MICROSECONDS_PER_MILLISECOND;
   return {
-    totalMs: total / MICROSECONDS_PER_MILLISECOND,
+    totalMs,
     topFunctions: ranked(byFunction, total, topCount),
     byOrigin: ranked(byOrigin, total, topCount),
   };
+}
+
+/**
+ * The busy samples (idle left out) taken between `fromEndMs` and `toEndMs` before the profile's end:
+ * the time a load ran, when the process exited right after it.
+ */
+export function cpuTimesInWindow(
+  profile: CpuProfile,
+  window: { fromEndMs: number; toEndMs: number },
+): SelfTimes {
+  const times = selfTimes(
+    profile,
+    profile.endTime - window.fromEndMs * MICROSECONDS_PER_MILLISECOND,
+    profile.endTime - window.toEndMs * MICROSECONDS_PER_MILLISECOND,
+  );
+  const idle = times.byOrigin.get(IDLE) ?? 0;
+  times.byOrigin.delete(IDLE);
+  times.byFunction.delete(IDLE);
+  return { ...times, totalMs: times.totalMs - idle / MICROSECONDS_PER_MILLISECOND };
 }

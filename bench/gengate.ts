@@ -3,20 +3,13 @@
 // file) and the process started from the very Node that runs the benchmark. With --against, another git
 // revision of gengate is compiled too, to run with the same configuration.
 import { execFileSync } from 'node:child_process';
-import { createHash, randomInt } from 'node:crypto';
-import {
-  copyFileSync,
-  existsSync,
-  mkdirSync,
-  readdirSync,
-  realpathSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs';
+import { createHash, randomBytes, randomInt } from 'node:crypto';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { stringify } from 'yaml';
 import { PROXY_CORE, freePort, spawnPinned, waitUntil, type BenchProcess } from './processes.ts';
+import { WEBHOOK_PATH } from './request-body.ts';
 
 const START_TIMEOUT_MS = 15_000;
 const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
@@ -30,7 +23,13 @@ const UNREACHABLE_LIMIT = 60_000_000;
 // is still priced, checked and reserved in its one store round trip (docs/budgets.md).
 const UNREACHABLE_BUDGET_USD = 1_000_000_000;
 const UNREACHABLE_JOBS_IN_FLIGHT = 1_000_000_000;
+const UNREACHED_QUEUE_WAIT_MS = 10_000;
 const UPSTREAM_TOKEN_ENV = 'BENCH_UPSTREAM_TOKEN';
+// Webhooks are configured for the benchmark tenant, to the static upstream (which accepts them): the
+// queue and its worker run beside the requests, and every job that ends is delivered.
+const WEBHOOK_SECRET_ENV = 'BENCH_WEBHOOK_SECRET';
+const WEBHOOK_SECRET_BYTES = 32;
+const LOOPBACK_CIDR = '127.0.0.0/8';
 // gengate as deployed (README, "Deployment"): compiled by `npm run build`, which `npm run bench` runs first.
 const GENGATE_MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
 const REPOSITORY = fileURLToPath(new URL('..', import.meta.url));
@@ -52,6 +51,8 @@ export interface BenchGengate {
   /** The Authorization header of the benchmark tenant. */
   authorization: string;
   logFile: string;
+  /** The configuration's paths this build does not know, left out (another build's only). */
+  leftOutOfConfig: string[];
 }
 
 function newTenantKey(): string {
@@ -70,7 +71,10 @@ function configFor(options: {
   commandTimeoutMs: number | undefined;
 }) {
   return {
-    server: { host: '127.0.0.1', port: options.port },
+    // The closed loop saturates the proxy by design, and the allocation sampler slows it further: a
+    // request may wait past the 250 ms at which a deployed replica sheds it (test/faults/flood.test.ts
+    // measures that). A bound no run reaches keeps the watcher, and its cost, in the figures.
+    server: { host: '127.0.0.1', port: options.port, overload: { maxQueueWaitMs: UNREACHED_QUEUE_WAIT_MS } },
     admin: { host: '127.0.0.1', port: options.adminPort },
     logging: { level: 'info', prompts: false },
     upstream: {
@@ -78,6 +82,7 @@ function configFor(options: {
       credentials: { shared: { env: UPSTREAM_TOKEN_ENV, maxJobsInFlight: UNREACHABLE_JOBS_IN_FLIGHT } },
     },
     pricing: { images: [{ model: '*', usdPerSample: 0.01 }] },
+    webhooks: { allowedDestinations: [LOOPBACK_CIDR], allowHttp: [LOOPBACK_CIDR] },
     store: {
       kind: 'redis',
       redis: {
@@ -99,6 +104,14 @@ function configFor(options: {
         ],
         budget: { dailyUsd: UNREACHABLE_BUDGET_USD, monthlyUsd: UNREACHABLE_BUDGET_USD },
         jobs: { maxInFlight: UNREACHABLE_JOBS_IN_FLIGHT },
+        webhooks: [
+          {
+            id: 'bench',
+            url: `${options.upstreamUrl}${WEBHOOK_PATH}`,
+            secret: { env: WEBHOOK_SECRET_ENV },
+            events: ['job.completed', 'job.failed', 'job.cancelled', 'job.expired'],
+          },
+        ],
         // Every rule is present and the benchmark body satisfies each one, so nothing is rewritten.
         policy: {
           mode: 'enforce',
@@ -148,14 +161,53 @@ export interface OtherBuild {
   commit: string;
   /** Its compiled entry point, to give startGengate. */
   main: string;
+  /** Its compiled configuration schema, to give startGengate. */
+  configSchema: string;
+}
+
+/** The part of a JSON schema that says which keys an object may have. */
+interface KeysSchema {
+  properties?: Record<string, KeysSchema>;
+  patternProperties?: Record<string, KeysSchema>;
+  additionalProperties?: unknown;
+  required?: string[];
+  items?: KeysSchema;
+  anyOf?: KeysSchema[];
+}
+
+/**
+ * `value` without what `schema` does not know (a section added after the revision whose schema it is),
+ * each path left out added to `leftOut`: an older build is measured with every feature it has.
+ */
+function keepKnown(value: unknown, schema: KeysSchema, path: string, leftOut: Set<string>): unknown {
+  if (Array.isArray(value)) {
+    const { items } = schema;
+    return items === undefined ? value : value.map((item) => keepKnown(item, items, `${path}[]`, leftOut));
+  }
+  if (typeof value !== 'object' || value === null) return value;
+  if (schema.anyOf !== undefined) {
+    const variant = schema.anyOf.find((each) => (each.required ?? []).every((key) => key in value));
+    return variant === undefined ? value : keepKnown(value, variant, path, leftOut);
+  }
+  const patterned = Object.values(schema.patternProperties ?? {})[0];
+  const kept: Record<string, unknown> = {};
+  for (const [key, each] of Object.entries(value)) {
+    const known = schema.properties?.[key] ?? patterned;
+    const at = path === '' ? key : `${path}.${key}`;
+    if (known !== undefined) kept[key] = keepKnown(each, known, at, leftOut);
+    else if (schema.additionalProperties === false) leftOut.add(at);
+    else kept[key] = each;
+  }
+  return kept;
 }
 
 /**
  * Compiles another git revision of gengate the way `npm run build` compiles this one: tsc with that
  * revision's tsconfig.build.json, then every Lua script of its src/ copied to the same place under dist/,
  * wherever that revision keeps them. Its files are extracted with `git archive` into `workDir`, not checked
- * out as a worktree, so removing `workDir` removes every trace of it, even after an interrupted run. It
- * runs with this checkout's node_modules: a revision with other dependencies is measured with these.
+ * out as a worktree, so removing `workDir` removes every trace of it, even after an interrupted run. Its
+ * dependencies are installed there with `npm ci` from its own lockfile, and it is compiled with its own
+ * TypeScript.
  */
 export function buildGengateAt(ref: string, workDir: string): OtherBuild {
   const run = (command: string, args: readonly string[], cwd: string): string => {
@@ -176,7 +228,9 @@ export function buildGengateAt(ref: string, workDir: string): OtherBuild {
   mkdirSync(tree);
   run('git', ['archive', '--format=tar', `--output=${archive}`, commit], REPOSITORY);
   run('tar', ['-xf', archive, '-C', tree], workDir);
-  symlinkSync(realpathSync(join(REPOSITORY, 'node_modules')), join(tree, 'node_modules'), 'dir');
+  // Its own dependencies, as its package-lock.json pins them: a revision from before a dependency was
+  // added or removed compiles and runs as it was. From npm's cache when it holds them.
+  run('npm', ['ci', '--no-audit', '--no-fund', '--prefer-offline'], tree);
   run(process.execPath, [TYPESCRIPT_COMPILER, '-p', 'tsconfig.build.json'], tree);
   const sources = join(tree, 'src');
   for (const file of readdirSync(sources, { recursive: true, encoding: 'utf8' })) {
@@ -186,7 +240,7 @@ export function buildGengateAt(ref: string, workDir: string): OtherBuild {
   }
   const main = join(tree, 'dist', 'main.js');
   if (!existsSync(main)) throw new Error(`gengate at ${ref} (${commit}) compiled to no dist/main.js`);
-  return { ref, commit, main };
+  return { ref, commit, main, configSchema: join(tree, 'dist', 'config', 'schema.js') };
 }
 
 export async function startGengate(options: {
@@ -197,6 +251,8 @@ export async function startGengate(options: {
   nodeFlags?: readonly string[];
   /** The compiled entry point: this checkout's dist/main.js unless another build's (buildGengateAt). */
   main?: string;
+  /** That build's configuration schema: what it does not know is left out of its configuration. */
+  configSchema?: string;
   name?: string;
   /** The store's command timeout, when the default would not do. */
   commandTimeoutMs?: number;
@@ -206,18 +262,23 @@ export async function startGengate(options: {
   const name = options.name ?? 'gengate';
   const configFile = join(options.workDir, `${name}.yaml`);
   const logFile = join(options.workDir, `${name}.log`);
+  const config = configFor({
+    port,
+    adminPort,
+    upstreamUrl: options.upstreamUrl,
+    redisUrl: options.redisUrl,
+    key,
+    commandTimeoutMs: options.commandTimeoutMs,
+  });
+  const leftOut = new Set<string>();
+  const schema =
+    options.configSchema === undefined || !existsSync(options.configSchema)
+      ? undefined
+      : ((await import(pathToFileURL(options.configSchema).href)) as { ConfigSchema?: KeysSchema })
+          .ConfigSchema;
   writeFileSync(
     configFile,
-    stringify(
-      configFor({
-        port,
-        adminPort,
-        upstreamUrl: options.upstreamUrl,
-        redisUrl: options.redisUrl,
-        key,
-        commandTimeoutMs: options.commandTimeoutMs,
-      }),
-    ),
+    stringify(schema === undefined ? config : keepKnown(config, schema, '', leftOut)),
   );
   const gengate = spawnPinned(
     name,
@@ -230,8 +291,22 @@ export async function startGengate(options: {
       '--config',
       configFile,
     ],
-    { env: { ...process.env, [UPSTREAM_TOKEN_ENV]: 'bench-upstream-token' }, stdoutFile: logFile },
+    {
+      env: {
+        ...process.env,
+        [UPSTREAM_TOKEN_ENV]: 'bench-upstream-token',
+        [WEBHOOK_SECRET_ENV]: `whsec_${randomBytes(WEBHOOK_SECRET_BYTES).toString('base64')}`,
+      },
+      stdoutFile: logFile,
+    },
   );
   await waitUntil(`${name} to be ready`, () => isReady(adminPort), START_TIMEOUT_MS, gengate);
-  return { process: gengate, port, adminPort, authorization: `Bearer ${key}`, logFile };
+  return {
+    process: gengate,
+    port,
+    adminPort,
+    authorization: `Bearer ${key}`,
+    logFile,
+    leftOutOfConfig: [...leftOut],
+  };
 }

@@ -13,3 +13,6 @@ export const SUBMISSION_BODY =
 /** What the static upstream answers, and so what every target must answer, byte for byte. */
 export const SUBMISSION_RESPONSE =
   '{"status":200,"data":{"requestId":"3f0c8a52-6b1d-4e2a-9c47-5d8e1f2a7b90"}}';
+
+/** Where the benchmark tenant's completion webhook points: the static upstream accepts it with 204. */
+export const WEBHOOK_PATH = '/bench-webhook';

@@ -1,4 +1,4 @@
-// `npm run bench`: the gateway's benchmark (issue 7). On loopback, one static upstream and the same
+// `npm run bench`: the gateway's benchmark (docs/performance.md). On loopback, one static upstream and the same
 // image submission sent straight to it, through a bare @fastify/http-proxy, through the floor of gengate's
 // own architecture (Fastify and its upstream client alone), through gengate with every feature on, and
 // through nginx when installed, and with --against through another git revision of gengate; throughput
@@ -18,6 +18,7 @@ import {
 import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { reportJobCosts } from './job-costs.ts';
 import { ALLOCATION_SAMPLER_FLAGS, measureAllocation, type Allocation } from './allocation.ts';
 import { summariseCpuProfile, type ProfileSummary } from './cpu-profile.ts';
 import { buildGengateAt, startGengate, type BenchGengate, type OtherBuild } from './gengate.ts';
@@ -288,9 +289,15 @@ async function startTargets(
       redisUrl: redis.url,
       nodeFlags: ALLOCATION_SAMPLER_FLAGS,
       main: otherBuild.main,
+      configSchema: otherBuild.configSchema,
       name: 'gengate-against',
     });
     started.push(other.process);
+    if (other.leftOutOfConfig.length > 0) {
+      print(
+        `gengate@${otherBuild.ref} runs without what it does not know: ${other.leftOutOfConfig.join(', ')}`,
+      );
+    }
     otherTarget = gengateTarget(other, otherBuild);
   }
   const nginx = await startNginx(workDir, upstream.port);
@@ -437,6 +444,19 @@ type GengateResults = Awaited<ReturnType<typeof measureGengate>>;
 
 const rowOf = (rows: readonly TargetSummary[], id: string) => rows.find((summary) => summary.id === id);
 
+/**
+ * gengate's CPU per request over the floor's (Fastify + undici forward): the median of the rounds' ratios,
+ * each round's two figures taken minutes apart on the same machine.
+ */
+const cpuOverFloor = (rows: readonly TargetSummary[]) =>
+  median(
+    ratiosPerRound(
+      rowOf(rows, 'gengate'),
+      rowOf(rows, 'fastify-forward'),
+      (round) => round.cpuMicrosecondsPerRequest,
+    ),
+  );
+
 /** gengate against the baselines: throughput and CPU ratios, and the p99 each proxy adds at a fixed rate. */
 function ratiosAgainstBaselines({ throughput, fixedRate }: LoadResults) {
   const directP99 = rowOf(fixedRate, 'direct')?.p99Ms ?? Number.NaN;
@@ -566,7 +586,7 @@ function printResults(results: BenchResults): void {
   print(stallBudgetSummary(stallBudget));
   if (soak !== undefined) printSoak(soak);
   if (profile !== undefined) printProfile(profile);
-  print('\ntargets (issue 7):');
+  print('\ntargets (docs/performance.md#targets):');
   print(
     formatTable(
       ['target', 'measured', 'met'],
@@ -641,13 +661,19 @@ async function main(): Promise<void> {
       comparison: comparisonWithOtherBuild(bench, load, measured),
       checks: checkTargets({
         gengateOverBare: ratios.gengateOverBareRequestsPerSecond,
+        cpuOverFloorAtFullLoad: cpuOverFloor(load.throughput),
+        cpuOverFloorAtFixedRate: cpuOverFloor(load.fixedRate),
         gengateAddedP99Ms: ratios.addedP99MsAtFixedRate.gengate ?? Number.NaN,
+        floorAddedP99Ms: ratios.addedP99MsAtFixedRate['fastify-forward'] ?? Number.NaN,
         gengatePeakRssMb: rowOf(load.throughput, 'gengate')!.peakRssMb,
+        gengateAllocatedKbPerRequest:
+          (measured.allocation.gengate?.bytesPerRequest ?? Number.NaN) / BYTES_PER_KB,
         storeRoundTripsWaitedPerRequest: measured.storeWaits.waitedRoundTripsPerRequest,
       }),
       logLineBytes: averageLogLineBytes(bench.gengate.logFile),
     };
     printResults(results);
+    await reportJobCosts(options.smoke, print);
     const resultFile = join(RESULTS_DIR, `${stamp}.json`);
     writeResults(resultFile, stamp, results);
     print(`\nresults written to ${resultFile}`);

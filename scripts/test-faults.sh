@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `npm run test:faults`: the fault suite under load (issue 17; contract sections 8 to 10). Locates or
+# `npm run test:faults`: the fault suite under load (docs/reliability.md#how-it-is-measured). Locates or
 # installs the system tools it needs, says which, then runs test/faults/**/*.test.ts with
 # vitest.faults.config.ts. Each file prints a table of how many requests were answered with what and
 # writes it to test/faults/results/<file>.json (git-ignored).
@@ -22,8 +22,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-NGINX="$(command -v nginx)"
-export NGINX
+# Not NGINX: nginx reads a variable of that name as sockets inherited from a binary upgrade.
+GENGATE_NGINX="$(command -v nginx)"
+export GENGATE_NGINX
 for tool in redis-server nginx; do
   printf 'test:faults: %-12s %s\n' "$tool" "$(command -v "$tool")"
 done

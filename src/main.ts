@@ -73,12 +73,17 @@ const startupEnv = Object.freeze({ ...process.env });
 // At start every credential is checked too, so that one run lists every problem; a reload leaves the
 // files to the credential store, which follows them.
 const config = await orExitOnConfigError(() => loadConfig(configPath, startupEnv, 'all'));
-// Log lines are written asynchronously (a synchronous write per request was 4% of the CPU profile;
-// synchronous 4 KB writes would stall every request behind a slow log reader, docs/performance.md);
-// shutdown flushes them. LOG_LEVEL is applied, and checked, by the loader (src/config/load.ts).
+// Log lines are gathered in memory and written asynchronously, LOG_BUFFER_BYTES at a time or every
+// LOG_FLUSH_MS, whichever comes first: a write per line, which is what a moderate rate gave, cost more
+// than building the line (docs/decisions/0065-log-lines-written-in-batches.md), and synchronous writes
+// would stall every request behind a slow log reader. Any exit flushes them (pino's exit handler); a
+// crash (SIGKILL, out of memory) loses at most the lines of the last LOG_FLUSH_MS. LOG_LEVEL is applied,
+// and checked, by the loader (src/config/load.ts).
+const LOG_BUFFER_BYTES = 8_192;
+const LOG_FLUSH_MS = 250;
 const logger = pino(
   { level: config.logging.level, base: { service: 'gengate' } },
-  pino.destination({ sync: false }),
+  pino.destination({ sync: false, minLength: LOG_BUFFER_BYTES, periodicFlush: LOG_FLUSH_MS }),
 );
 // A rotated token is checked with the upstream as soon as the upstream client exists (below).
 let checkRotatedCredential: (name: string) => void = () => undefined;
@@ -185,6 +190,7 @@ await orExitIfCannotListen('server.port', gatewayAddress, () =>
   gateway.listen({
     host: gatewayAddress.host,
     port: gatewayAddress.port,
+    backlog: gatewayAddress.listenBacklog,
     listenTextResolver: (address) => `gateway listening at ${address}`,
   }),
 );
@@ -201,6 +207,8 @@ logger.info(
   { gateway: gateway.server.address(), admin: admin.server.address(), simulator: simulator?.url },
   'gengate is ready',
 );
+// The start-up lines are written now, not with the first batch: whatever waits for readiness reads them.
+logger.flush();
 
 // Signals, uncaught failures and the drain's deadline: src/server/lifecycle.ts.
 handleProcessLifecycle({

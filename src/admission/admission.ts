@@ -1,7 +1,7 @@
 // One decision per request before it goes upstream (docs/ownership.md, docs/rate-limits.md): its request id
 // (claimed by a create, owned by whoever reads or cancels it) and its charge against the tenant's limits,
 // both or neither. A refused charge leaves the id unclaimed; an id that is not the caller's charges nothing.
-import type { JobBook, JobReservation, ReservationRefusal } from '../jobs/book.ts';
+import type { JobBook, JobReservation, ReservationRefusal, Unreserved } from '../jobs/book.ts';
 import type { OwnershipStore, TakenOutcome } from '../ownership/store.ts';
 import type { LimitRequest, RateDecision, RateLimiter } from '../ratelimit/types.ts';
 
@@ -20,9 +20,10 @@ export type AdmissionResult =
   | { kind: 'job_refused'; refusal: ReservationRefusal }
   /**
    * The id passed; `decision` is the charge (undefined when no limit applies to the request). `unreserved`:
-   * the create's reservation could not be taken (the store failed, failMode open).
+   * the create's reservation could not be taken (the store failed, failMode open), and whether the store
+   * may have taken it nonetheless.
    */
-  | { kind: 'decided'; decision: RateDecision | undefined; unreserved: boolean };
+  | { kind: 'decided'; decision: RateDecision | undefined; unreserved: Unreserved | undefined };
 
 export interface Admission {
   admit(
@@ -45,7 +46,7 @@ export function createSequentialAdmission(
 ): Admission {
   return {
     async admit(tenantId, limits, requestId, reservation) {
-      let reserved: 'reserved' | 'unreserved' | undefined;
+      let reserved: 'reserved' | Unreserved | undefined;
       if (requestId?.intent === 'claim') {
         const outcome = await ownership.claim(requestId.requestId, tenantId);
         if (outcome.kind !== 'claimed') return { kind: 'request_id_taken', outcome };
@@ -68,7 +69,7 @@ export function createSequentialAdmission(
           await jobs.settle(job, { outcome: 'refused' });
         }
       }
-      return { kind: 'decided', decision, unreserved: reserved === 'unreserved' };
+      return { kind: 'decided', decision, unreserved: reserved === 'reserved' ? undefined : reserved };
     },
   };
 }

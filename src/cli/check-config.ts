@@ -4,6 +4,8 @@
 // env variable set and not empty, each file readable and not empty). Keys that have expired or expire
 // within 14 days are warnings, as the gateway logs them. --skip-credentials leaves out the credentials'
 // values, for a pipeline that checks a rendered file away from the secrets mounted where the gateway runs.
+// Webhook URLs that every attempt would refuse, and destination list entries that can have no effect,
+// are warnings too (src/webhooks/destination-warnings.ts).
 // --against names the file the gateway runs now: what a reload onto FILE would refuse is then a problem
 // too, and the sections that change only on restart are warnings (the same judgement as the gateway's
 // reload, src/config/reload.ts).
@@ -13,6 +15,7 @@ import { keyExpiryWarnings } from '../config/key-expiry.ts';
 import { ConfigError, loadConfig, type ConfigProblem } from '../config/load.ts';
 import { reloadRefusals, sectionsNeedingRestart } from '../config/reload.ts';
 import type { GatewayConfig } from '../config/schema.ts';
+import { webhookDestinationWarnings } from '../webhooks/destination-warnings.ts';
 import { operatorPath, readArguments, reportUsageError, type CommandSpec } from './arguments.ts';
 import { EXIT_INVALID, EXIT_OK } from './exit-codes.ts';
 
@@ -26,7 +29,8 @@ Exit 0 when it is valid (warnings, if any, on stderr), 2 when it is not.
 options:
   -c, --config FILE      the configuration to check
   --skip-credentials     do not check the credentials' values (variables and files)
-  --strict               fail (exit 2) on warnings too: keys expired or expiring within 14 days
+  --strict               fail (exit 2) on warnings too: keys expired or expiring within 14 days,
+                         webhook URLs every attempt would refuse, destination entries with no effect
   --against RUNNING      the configuration the gateway runs now: also list what a reload from it to
                          FILE would refuse, and warn about the sections that change only on restart
                          (relative credential files are then read from RUNNING's folder)
@@ -81,7 +85,7 @@ async function judge(
     if (!(error instanceof ConfigError)) throw error;
     return { problems: [...error.problems], warnings: [] };
   }
-  const warnings = keyExpiryWarnings(config.tenants, Date.now());
+  const warnings = [...keyExpiryWarnings(config.tenants, Date.now()), ...webhookDestinationWarnings(config)];
   if (running === undefined) return { problems: [], warnings, config };
   const held = new Set(Object.keys(running.upstream.credentials));
   const restartOnly = sectionsNeedingRestart(running, config).map((section) => ({

@@ -38,6 +38,11 @@ const DEFAULT_MAX_REQUESTS_PER_SOCKET = 1_000;
 // Open connections at once, beyond which new ones are closed as soon as accepted: far above what a
 // replica serves (a balancer keeps a few hundred), far below the descriptors a container gets.
 const DEFAULT_MAX_CONNECTIONS = 10_000;
+// Connections the kernel may hold for the gateway before it accepts them (Node's default is 511): past it
+// Linux drops new connections' SYNs and their clients wait seconds to retry, where a queued connection is
+// accepted within a turn of the loop and answered, a fast 503 when it waited too long. Linux caps it at
+// net.core.somaxconn (4096 by default since 5.4).
+const DEFAULT_LISTEN_BACKLOG = 4_096;
 // The admin port serves a scraper or two and the probes.
 export const DEFAULT_ADMIN_MAX_CONNECTIONS = 64;
 // How long a whole answer may take to reach the kernel once written: a client that does not read it is
@@ -46,6 +51,13 @@ const DEFAULT_SEND_TIMEOUT_MS = 30_000;
 // How long a drain lets requests in flight finish after SIGTERM (docs/reliability.md): at least as long
 // as most generation calls take; what it cuts is counted in gengate_drain_aborted_requests_total.
 const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
+// The bytes held for exchanges at once: request bodies and upstream answers being read, answers being
+// written (src/upstream/bytes-in-flight.ts). Room for one answer of upstream.maxResponseBytes or nine
+// bodies of server.bodyLimitBytes, and within the chart's 512 MiB memory limit, below its shedding at 0.85,
+// with the process's own ~155 MiB and the transient copies of each (docs/deploy.md, "Memory and
+// connection bounds"): 128 MiB sat at that edge, and 80 unread 10 MiB creates tipped a replica into
+// shedding.
+export const DEFAULT_MAX_BYTES_IN_FLIGHT = 96 * 1024 * 1024;
 // Load shedding (docs/reliability.md, "Overload"): past either threshold new requests get 503 overloaded.
 const DEFAULT_OVERLOAD_MAX_EVENT_LOOP_DELAY_MS = 200;
 const DEFAULT_OVERLOAD_MAX_HEAP_USED_RATIO = 0.9;
@@ -53,6 +65,9 @@ export const DEFAULT_OVERLOAD_RETRY_AFTER_SECONDS = 1;
 // The resident set past which new requests are shed: this share of the container's memory limit, so
 // that a replica refuses work before the kernel kills it for memory.
 const DEFAULT_OVERLOAD_MAX_RSS_RATIO = 0.85;
+// A request that already waited this long before the gateway looked at it is shed: served, it would reach
+// its client well past a second.
+const DEFAULT_OVERLOAD_MAX_QUEUE_WAIT_MS = 250;
 const DEFAULT_SIMULATOR_QUEUED_MS = 1_500;
 const DEFAULT_SIMULATOR_PROCESSING_MS = 2_500;
 const DEFAULT_SIMULATOR_REQUESTS_PER_MINUTE = 600;
@@ -100,92 +115,84 @@ const oneOf = <const T extends readonly string[]>(values: T, defaultValue?: T[nu
     enum: values,
     ...(defaultValue === undefined ? {} : { default: defaultValue }),
   });
+/** A section whose members all have defaults: the file may leave it out. */
+const section = <T extends Parameters<typeof Type.Object>[0]>(properties: T) => object(properties, {});
 const port = (defaultValue: number) => Type.Integer({ minimum: 0, maximum: 65_535, default: defaultValue });
-const positiveMs = (defaultValue: number) => Type.Integer({ minimum: 1, default: defaultValue });
+/** An integer of at least `minimum`, `defaultValue` when left out. */
+const atLeast = (minimum: number, defaultValue: number, description?: string) =>
+  Type.Integer({ minimum, default: defaultValue, ...(description === undefined ? {} : { description }) });
+const positiveMs = (defaultValue: number) => atLeast(1, defaultValue);
+/** A share above 0 and at most 1. */
+const share = (defaultValue: number, description: string) =>
+  Type.Number({ exclusiveMinimum: 0, maximum: 1, default: defaultValue, description });
 const host = (defaultValue: string) => Type.String({ minLength: 1, default: defaultValue });
-
-const ServerSchema = object(
-  {
-    host: host('0.0.0.0'),
-    port: port(DEFAULT_SERVER_PORT),
-    bodyLimitBytes: Type.Integer({ minimum: 1, default: DEFAULT_BODY_LIMIT_BYTES }),
-    // Passed to Fastify as is: whether to trust X-Forwarded-*, or from which addresses. No hop count:
-    // Fastify 5.12.1 and later ignore one (it cannot tell a proxy from a client that forges hops).
-    trustProxy: Type.Union(
-      [
-        Type.Boolean(),
-        Type.String({ minLength: 1, format: PROXY_ADDRESSES_FORMAT }),
-        Type.Array(Type.String({ minLength: 1, format: PROXY_ADDRESSES_FORMAT }), { minItems: 1 }),
-      ],
-      { default: false, description: 'true or false, an address or CIDR, or a list of them' },
-    ),
-    requestTimeoutMs: positiveMs(DEFAULT_REQUEST_TIMEOUT_MS),
-    keepAliveTimeoutMs: positiveMs(DEFAULT_KEEP_ALIVE_TIMEOUT_MS),
-    drainTimeoutMs: positiveMs(DEFAULT_DRAIN_TIMEOUT_MS),
-    maxConnections: Type.Integer({ minimum: 1, default: DEFAULT_MAX_CONNECTIONS }),
-    sendTimeoutMs: positiveMs(DEFAULT_SEND_TIMEOUT_MS),
-    maxRequestsPerSocket: Type.Integer({
-      minimum: 0,
-      default: DEFAULT_MAX_REQUESTS_PER_SOCKET,
-      description: '0 for no limit',
+const id = () => Type.String({ pattern: TENANT_ID_PATTERN, description: TENANT_ID_DESCRIPTION });
+/** A policy rule capping a request's value at `maximum`, clamped by default. */
+const cap = (largest: number) =>
+  Type.Optional(
+    object({
+      maximum: Type.Integer({ minimum: 1, maximum: largest }),
+      onViolation: oneOf(['clamp', 'reject'], 'clamp'),
     }),
-    overload: object(
-      {
-        maxEventLoopDelayMs: Type.Integer({
-          minimum: 0,
-          default: DEFAULT_OVERLOAD_MAX_EVENT_LOOP_DELAY_MS,
-          description: '0 turns the check off',
-        }),
-        maxHeapUsedRatio: Type.Number({
-          exclusiveMinimum: 0,
-          maximum: 1,
-          default: DEFAULT_OVERLOAD_MAX_HEAP_USED_RATIO,
-          description: "a share of V8's heap size limit (1 turns the check off)",
-        }),
-        retryAfterSeconds: Type.Integer({ minimum: 1, default: DEFAULT_OVERLOAD_RETRY_AFTER_SECONDS }),
-        maxRssRatio: Type.Number({
-          exclusiveMinimum: 0,
-          maximum: 1,
-          default: DEFAULT_OVERLOAD_MAX_RSS_RATIO,
-          description: "a share of the container's memory limit (1, or no limit known, turns the check off)",
-        }),
-        maxRssBytes: Type.Integer({
-          minimum: 0,
-          default: 0,
-          description: 'the resident set in bytes past which requests are shed; 0 takes maxRssRatio',
-        }),
-      },
-      {},
-    ),
-    authenticationFailures: object(
-      {
-        limit: Type.Integer({ minimum: 1, default: DEFAULT_AUTH_FAILURE_LIMIT }),
-        windowSeconds: Type.Integer({
-          minimum: 1,
-          maximum: 86_400,
-          default: DEFAULT_AUTH_FAILURE_WINDOW_SECONDS,
-        }),
-      },
-      {},
-    ),
-  },
-  {},
-);
+  );
 
-const AdminSchema = object(
-  {
-    host: host('0.0.0.0'),
-    port: port(DEFAULT_ADMIN_PORT),
-    maxConnections: Type.Integer({ minimum: 1, default: DEFAULT_ADMIN_MAX_CONNECTIONS }),
-  },
-  {},
-);
+const ServerSchema = section({
+  host: host('0.0.0.0'),
+  port: port(DEFAULT_SERVER_PORT),
+  bodyLimitBytes: atLeast(1, DEFAULT_BODY_LIMIT_BYTES),
+  // Passed to Fastify as is: whether to trust X-Forwarded-*, or from which addresses. No hop count:
+  // Fastify 5.12.1 and later ignore one (it cannot tell a proxy from a client that forges hops).
+  trustProxy: Type.Union(
+    [
+      Type.Boolean(),
+      Type.String({ minLength: 1, format: PROXY_ADDRESSES_FORMAT }),
+      Type.Array(Type.String({ minLength: 1, format: PROXY_ADDRESSES_FORMAT }), { minItems: 1 }),
+    ],
+    { default: false, description: 'true or false, an address or CIDR, or a list of them' },
+  ),
+  requestTimeoutMs: positiveMs(DEFAULT_REQUEST_TIMEOUT_MS),
+  keepAliveTimeoutMs: positiveMs(DEFAULT_KEEP_ALIVE_TIMEOUT_MS),
+  drainTimeoutMs: positiveMs(DEFAULT_DRAIN_TIMEOUT_MS),
+  maxConnections: atLeast(1, DEFAULT_MAX_CONNECTIONS),
+  listenBacklog: atLeast(1, DEFAULT_LISTEN_BACKLOG),
+  sendTimeoutMs: positiveMs(DEFAULT_SEND_TIMEOUT_MS),
+  maxBytesInFlight: atLeast(1, DEFAULT_MAX_BYTES_IN_FLIGHT),
+  maxRequestsPerSocket: atLeast(0, DEFAULT_MAX_REQUESTS_PER_SOCKET, '0 for no limit'),
+  overload: section({
+    maxEventLoopDelayMs: atLeast(0, DEFAULT_OVERLOAD_MAX_EVENT_LOOP_DELAY_MS, '0 turns the check off'),
+    maxHeapUsedRatio: share(
+      DEFAULT_OVERLOAD_MAX_HEAP_USED_RATIO,
+      "a share of V8's heap size limit (1 turns the check off)",
+    ),
+    retryAfterSeconds: atLeast(1, DEFAULT_OVERLOAD_RETRY_AFTER_SECONDS),
+    maxRssRatio: share(
+      DEFAULT_OVERLOAD_MAX_RSS_RATIO,
+      "a share of the container's memory limit (1, or no limit known, turns the check off)",
+    ),
+    maxRssBytes: atLeast(0, 0, 'the resident set in bytes past which requests are shed; 0 takes maxRssRatio'),
+    maxQueueWaitMs: atLeast(0, DEFAULT_OVERLOAD_MAX_QUEUE_WAIT_MS, '0 turns the check off'),
+  }),
+  authenticationFailures: section({
+    limit: atLeast(1, DEFAULT_AUTH_FAILURE_LIMIT),
+    windowSeconds: Type.Integer({
+      minimum: 1,
+      maximum: 86_400,
+      default: DEFAULT_AUTH_FAILURE_WINDOW_SECONDS,
+    }),
+  }),
+});
+
+const AdminSchema = section({
+  host: host('0.0.0.0'),
+  port: port(DEFAULT_ADMIN_PORT),
+  maxConnections: atLeast(1, DEFAULT_ADMIN_MAX_CONNECTIONS),
+});
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-const LoggingSchema = object(
-  { level: oneOf(LOG_LEVELS, 'info'), prompts: Type.Boolean({ default: false }) },
-  {},
-);
+const LoggingSchema = section({
+  level: oneOf(LOG_LEVELS, 'info'),
+  prompts: Type.Boolean({ default: false }),
+});
 
 const maxJobsInFlight = Type.Optional(Type.Integer({ minimum: 1 }));
 const CredentialSchema = Type.Union(
@@ -199,171 +206,138 @@ const CredentialSchema = Type.Union(
   { description: 'exactly one of { env: VARIABLE_NAME } or { file: PATH }' },
 );
 
-const UpstreamSchema = object(
-  {
-    baseUrl: Type.String({
-      format: HTTP_BASE_URL_FORMAT,
-      default: DEFAULT_UPSTREAM_BASE_URL,
-      description: 'an http or https URL without a path, query or user name (the gateway appends /v1/...)',
-    }),
-    timeoutMs: positiveMs(DEFAULT_UPSTREAM_TIMEOUT_MS),
-    connections: Type.Integer({ minimum: 1, default: DEFAULT_UPSTREAM_CONNECTIONS }),
-    queueTimeoutMs: positiveMs(DEFAULT_UPSTREAM_QUEUE_TIMEOUT_MS),
-    maxTenantShare: Type.Number({
-      exclusiveMinimum: 0,
-      maximum: 1,
-      default: DEFAULT_UPSTREAM_MAX_TENANT_SHARE,
-      description: 'the share of upstream.connections one tenant may hold at once',
-    }),
-    maxResponseBytes: Type.Integer({ minimum: 1, default: DEFAULT_UPSTREAM_MAX_RESPONSE_BYTES }),
-    credentials: Type.Record(Type.String({ pattern: CREDENTIAL_NAME_PATTERN }), CredentialSchema, {
-      additionalProperties: false,
-      default: {},
-      description: '1 to 63 letters, digits, "-" or "_"',
-    }),
-  },
-  {},
-);
+const UpstreamSchema = section({
+  baseUrl: Type.String({
+    format: HTTP_BASE_URL_FORMAT,
+    default: DEFAULT_UPSTREAM_BASE_URL,
+    description: 'an http or https URL without a path, query or user name (the gateway appends /v1/...)',
+  }),
+  timeoutMs: positiveMs(DEFAULT_UPSTREAM_TIMEOUT_MS),
+  connections: atLeast(1, DEFAULT_UPSTREAM_CONNECTIONS),
+  queueTimeoutMs: positiveMs(DEFAULT_UPSTREAM_QUEUE_TIMEOUT_MS),
+  maxTenantShare: share(
+    DEFAULT_UPSTREAM_MAX_TENANT_SHARE,
+    'the share of upstream.connections one tenant may hold at once',
+  ),
+  maxResponseBytes: atLeast(1, DEFAULT_UPSTREAM_MAX_RESPONSE_BYTES),
+  credentials: Type.Record(Type.String({ pattern: CREDENTIAL_NAME_PATTERN }), CredentialSchema, {
+    additionalProperties: false,
+    default: {},
+    description: '1 to 63 letters, digits, "-" or "_"',
+  }),
+});
 
-const SimulatorSchema = object(
-  {
-    enabled: Type.Boolean({ default: false }),
-    host: host('127.0.0.1'),
-    port: port(DEFAULT_SIMULATOR_PORT),
-    queuedMs: Type.Integer({ minimum: 0, default: DEFAULT_SIMULATOR_QUEUED_MS }),
-    processingMs: Type.Integer({ minimum: 0, default: DEFAULT_SIMULATOR_PROCESSING_MS }),
-    requestsPerMinute: Type.Integer({ minimum: 1, default: DEFAULT_SIMULATOR_REQUESTS_PER_MINUTE }),
-  },
-  {},
-);
+const SimulatorSchema = section({
+  enabled: Type.Boolean({ default: false }),
+  host: host('127.0.0.1'),
+  port: port(DEFAULT_SIMULATOR_PORT),
+  queuedMs: atLeast(0, DEFAULT_SIMULATOR_QUEUED_MS),
+  processingMs: atLeast(0, DEFAULT_SIMULATOR_PROCESSING_MS),
+  requestsPerMinute: atLeast(1, DEFAULT_SIMULATOR_REQUESTS_PER_MINUTE),
+});
 
-const StoreSchema = object(
-  {
-    kind: oneOf(['redis', 'memory'], 'redis'),
-    redis: object(
-      {
-        url: Type.String({
-          pattern: '^rediss?://',
-          default: DEFAULT_REDIS_URL,
-          description: 'a redis:// or rediss:// URL',
-        }),
-        nodes: Type.Optional(
-          Type.Array(object({ host: Type.String({ minLength: 1 }), port: port(6379) }, {}), {
-            minItems: 1,
-            description: 'Redis Cluster seed nodes; when given, url is not used',
-          }),
-        ),
-        keyPrefix: Type.String({ default: DEFAULT_REDIS_KEY_PREFIX }),
-        commandTimeoutMs: positiveMs(DEFAULT_STORE_COMMAND_TIMEOUT_MS),
-        username: Type.Optional(Type.String({ minLength: 1, description: 'an ACL user, with passwordFile' })),
-        // A file, not a value: the chart mounts it from a Secret, so the password stays out of the ConfigMap.
-        passwordFile: Type.Optional(
+const StoreSchema = section({
+  kind: oneOf(['redis', 'memory'], 'redis'),
+  redis: section({
+    url: Type.String({
+      pattern: '^rediss?://',
+      default: DEFAULT_REDIS_URL,
+      description: 'a redis:// or rediss:// URL',
+    }),
+    nodes: Type.Optional(
+      Type.Array(object({ host: Type.String({ minLength: 1 }), port: port(6379) }, {}), {
+        minItems: 1,
+        description: 'Redis Cluster seed nodes; when given, url is not used',
+      }),
+    ),
+    keyPrefix: Type.String({ default: DEFAULT_REDIS_KEY_PREFIX }),
+    commandTimeoutMs: positiveMs(DEFAULT_STORE_COMMAND_TIMEOUT_MS),
+    username: Type.Optional(Type.String({ minLength: 1, description: 'an ACL user, with passwordFile' })),
+    // A file, not a value: the chart mounts it from a Secret, so the password stays out of the ConfigMap.
+    passwordFile: Type.Optional(
+      Type.String({
+        pattern: '^/',
+        description: 'an absolute path to a file holding the password (a Cluster, or a URL without one)',
+      }),
+    ),
+    tls: Type.Optional(
+      object({
+        caFile: Type.Optional(
           Type.String({
             pattern: '^/',
-            description: 'an absolute path to a file holding the password (a Cluster, or a URL without one)',
+            description: "an absolute path to the CA certificates (PEM) that signed the server's",
           }),
         ),
-        tls: Type.Optional(
-          object({
-            caFile: Type.Optional(
-              Type.String({
-                pattern: '^/',
-                description: "an absolute path to the CA certificates (PEM) that signed the server's",
-              }),
-            ),
-            serverName: Type.Optional(
-              Type.String({ minLength: 1, description: "the name the server's certificate must hold" }),
-            ),
-          }),
+        serverName: Type.Optional(
+          Type.String({ minLength: 1, description: "the name the server's certificate must hold" }),
         ),
-      },
-      {},
+      }),
     ),
-    failMode: oneOf(['open', 'closed'], 'open'),
-    replicas: Type.Integer({
-      minimum: 1,
-      default: 1,
-      description:
-        'gateway replicas sharing the store: while it fails open, each admits 1/replicas of a limit',
-    }),
-    ownershipTtlSeconds: Type.Integer({
-      minimum: 1,
-      default: DEFAULT_OWNERSHIP_TTL_SECONDS,
-      description: 'how long a request id stays tied to the tenant that submitted it',
-    }),
-  },
-  {},
-);
+  }),
+  failMode: oneOf(['open', 'closed'], 'open'),
+  replicas: atLeast(
+    1,
+    1,
+    'gateway replicas sharing the store: while it fails open, each admits 1/replicas of a limit',
+  ),
+  ownershipTtlSeconds: atLeast(
+    1,
+    DEFAULT_OWNERSHIP_TTL_SECONDS,
+    'how long a request id stays tied to the tenant that submitted it',
+  ),
+});
 
 const DestinationListSchema = Type.Array(Type.String({ minLength: 1 }), {
   default: [],
   description: 'host globs ("*.svc.cluster.local") and CIDRs or addresses ("10.0.0.0/8")',
 });
 
-const WebhooksSchema = object(
-  {
-    allowedDestinations: DestinationListSchema,
-    allowHttp: DestinationListSchema,
-    timeoutMs: positiveMs(DEFAULT_WEBHOOK_TIMEOUT_MS),
-    retry: object(
-      {
-        firstDelayMs: positiveMs(DEFAULT_WEBHOOK_FIRST_DELAY_MS),
-        maxDelayMs: positiveMs(DEFAULT_WEBHOOK_MAX_DELAY_MS),
-        giveUpAfterSeconds: Type.Integer({ minimum: 1, default: DEFAULT_WEBHOOK_GIVE_UP_AFTER_SECONDS }),
-      },
-      {},
-    ),
-    concurrencyPerDestination: Type.Integer({
-      minimum: 1,
-      default: DEFAULT_WEBHOOK_CONCURRENCY_PER_DESTINATION,
-      description: 'attempts at once to one host and port, per replica',
-    }),
-    secretOverlapSeconds: Type.Integer({
-      minimum: 0,
-      default: DEFAULT_WEBHOOK_SECRET_OVERLAP_SECONDS,
-      description: 'how long the secrets a secret file held before its change keep signing too',
-    }),
-  },
-  {},
-);
+const WebhooksSchema = section({
+  allowedDestinations: DestinationListSchema,
+  allowHttp: DestinationListSchema,
+  timeoutMs: positiveMs(DEFAULT_WEBHOOK_TIMEOUT_MS),
+  retry: section({
+    firstDelayMs: positiveMs(DEFAULT_WEBHOOK_FIRST_DELAY_MS),
+    maxDelayMs: positiveMs(DEFAULT_WEBHOOK_MAX_DELAY_MS),
+    giveUpAfterSeconds: atLeast(1, DEFAULT_WEBHOOK_GIVE_UP_AFTER_SECONDS),
+  }),
+  concurrencyPerDestination: atLeast(
+    1,
+    DEFAULT_WEBHOOK_CONCURRENCY_PER_DESTINATION,
+    'attempts at once to one host and port, per replica',
+  ),
+  secretOverlapSeconds: atLeast(
+    0,
+    DEFAULT_WEBHOOK_SECRET_OVERLAP_SECONDS,
+    'how long the secrets a secret file held before its change keep signing too',
+  ),
+});
 
 const usd = (defaultValue?: number) =>
   Type.Number({ minimum: 0, ...(defaultValue === undefined ? {} : { default: defaultValue }) });
 
-const PricingSchema = object(
-  {
-    images: Type.Array(object({ model: Type.String(), usdPerSample: usd() }), { default: [] }),
-    videoUsdPerSecond: object(
-      {
-        '480p': usd(DEFAULT_VIDEO_USD_PER_SECOND['480p']),
-        '720p': usd(DEFAULT_VIDEO_USD_PER_SECOND['720p']),
-        '1080p': usd(DEFAULT_VIDEO_USD_PER_SECOND['1080p']),
-      },
-      {},
-    ),
-  },
-  {},
-);
+const PricingSchema = section({
+  images: Type.Array(object({ model: Type.String(), usdPerSample: usd() }), { default: [] }),
+  videoUsdPerSecond: section({
+    '480p': usd(DEFAULT_VIDEO_USD_PER_SECOND['480p']),
+    '720p': usd(DEFAULT_VIDEO_USD_PER_SECOND['720p']),
+    '1080p': usd(DEFAULT_VIDEO_USD_PER_SECOND['1080p']),
+  }),
+});
 
 const TenantWebhookSchema = object({
-  id: Type.String({ pattern: TENANT_ID_PATTERN, description: TENANT_ID_DESCRIPTION }),
+  id: id(),
   url: Type.String({ pattern: '^https?://[^\\s]+$', description: 'an http or https URL' }),
   secret: CredentialSchema,
   events: Type.Array(oneOf(WEBHOOK_EVENTS), { minItems: 1, uniqueItems: true }),
 });
-const JobsSchema = object(
-  {
-    leaseMs: positiveMs(DEFAULT_JOB_LEASE_MS),
-    maxAgeSeconds: Type.Integer({ minimum: 1, default: DEFAULT_JOB_MAX_AGE_SECONDS }),
-    maxPollsPerSecondPerCredential: Type.Integer({
-      minimum: 1,
-      default: DEFAULT_JOB_MAX_POLLS_PER_SECOND_PER_CREDENTIAL,
-    }),
-    firstPollMs: positiveMs(DEFAULT_JOB_FIRST_POLL_MS),
-    maxPollIntervalMs: positiveMs(DEFAULT_JOB_MAX_POLL_INTERVAL_MS),
-  },
-  {},
-);
+const JobsSchema = section({
+  leaseMs: positiveMs(DEFAULT_JOB_LEASE_MS),
+  maxAgeSeconds: atLeast(1, DEFAULT_JOB_MAX_AGE_SECONDS),
+  maxPollsPerSecondPerCredential: atLeast(1, DEFAULT_JOB_MAX_POLLS_PER_SECOND_PER_CREDENTIAL),
+  firstPollMs: positiveMs(DEFAULT_JOB_FIRST_POLL_MS),
+  maxPollIntervalMs: positiveMs(DEFAULT_JOB_MAX_POLL_INTERVAL_MS),
+});
 
 const TenantKeySchema = object({
   sha256: Type.String({ pattern: '^[0-9a-f]{64}$', description: '64 lowercase hexadecimal characters' }),
@@ -380,47 +354,34 @@ const TenantKeySchema = object({
   ),
 });
 
-const PolicySchema = object(
-  {
-    mode: oneOf(['enforce', 'shadow'], 'enforce'),
-    safetyLevel: Type.Optional(
-      object({ minimum: oneOf(['low', 'medium', 'high']), onViolation: oneOf(['raise', 'reject'], 'raise') }),
-    ),
-    samples: Type.Optional(
-      object({
-        maximum: Type.Integer({ minimum: 1, maximum: MAX_UPSTREAM_SAMPLES }),
-        onViolation: oneOf(['clamp', 'reject'], 'clamp'),
-      }),
-    ),
-    steps: Type.Optional(
-      object({
-        maximum: Type.Integer({ minimum: 1, maximum: MAX_UPSTREAM_STEPS }),
-        onViolation: oneOf(['clamp', 'reject'], 'clamp'),
-      }),
-    ),
-    models: Type.Optional(
-      object({
-        allow: Type.Optional(Type.Array(Type.String())),
-        deny: Type.Optional(Type.Array(Type.String())),
-        allowServiceDefault: Type.Boolean({ default: true }),
-      }),
-    ),
-    scanResults: Type.Optional(object({ require: Type.Boolean() })),
-    outputTypes: Type.Optional(
-      Type.Array(oneOf(['url', 'base64', 'dataURI']), { minItems: 1, uniqueItems: true }),
-    ),
-    video: Type.Optional(
-      object({
-        enabled: Type.Boolean({ default: true }),
-        maxDurationSeconds: Type.Optional(Type.Integer({ minimum: 1 })),
-      }),
-    ),
-  },
-  {},
-);
+const PolicySchema = section({
+  mode: oneOf(['enforce', 'shadow'], 'enforce'),
+  safetyLevel: Type.Optional(
+    object({ minimum: oneOf(['low', 'medium', 'high']), onViolation: oneOf(['raise', 'reject'], 'raise') }),
+  ),
+  samples: cap(MAX_UPSTREAM_SAMPLES),
+  steps: cap(MAX_UPSTREAM_STEPS),
+  models: Type.Optional(
+    object({
+      allow: Type.Optional(Type.Array(Type.String())),
+      deny: Type.Optional(Type.Array(Type.String())),
+      allowServiceDefault: Type.Boolean({ default: true }),
+    }),
+  ),
+  scanResults: Type.Optional(object({ require: Type.Boolean() })),
+  outputTypes: Type.Optional(
+    Type.Array(oneOf(['url', 'base64', 'dataURI']), { minItems: 1, uniqueItems: true }),
+  ),
+  video: Type.Optional(
+    object({
+      enabled: Type.Boolean({ default: true }),
+      maxDurationSeconds: Type.Optional(Type.Integer({ minimum: 1 })),
+    }),
+  ),
+});
 
 const LimitSchema = object({
-  id: Type.String({ pattern: TENANT_ID_PATTERN, description: TENANT_ID_DESCRIPTION }),
+  id: id(),
   routes: Type.Array(oneOf([...FORWARDED_ROUTE_IDS, '*']), { minItems: 1, uniqueItems: true }),
   cost: oneOf(['requests', 'samples', 'videoSeconds']),
   limit: Type.Integer({ minimum: 1 }),
@@ -428,7 +389,7 @@ const LimitSchema = object({
 });
 
 const TenantSchema = object({
-  id: Type.String({ pattern: TENANT_ID_PATTERN, description: TENANT_ID_DESCRIPTION }),
+  id: id(),
   credential: Type.String({ minLength: 1 }),
   keys: Type.Array(TenantKeySchema),
   account: oneOf(['gateway', 'passthrough'], 'gateway'),
@@ -509,11 +470,20 @@ export const CONFIG_OPTION_DOCS: Readonly<Record<string, OptionDoc>> = {
   'server.overload.maxRssBytes': {
     text: 'the same bound in bytes, which takes precedence when above 0 (for a process without a container limit).',
   },
+  'server.overload.maxQueueWaitMs': {
+    text: "how long a request may have waited before the gateway reads its head (in the kernel's accept queue, or behind a busy event loop) and still be served; past it `503 overloaded` with `Retry-After` at once, its body not read, and `/readyz` answers 503 for the next 250 ms ([reliability](reliability.md#overload)). 0 turns the check off.",
+  },
+  'server.listenBacklog': {
+    text: "connections the kernel queues for the gateway before it accepts them (Node's default: 511); Linux caps it at `net.core.somaxconn`. Past it new connections are dropped and their clients retry after a second or more, where a queued one is answered, with a fast `503 overloaded` when it waited past `maxQueueWaitMs` ([reliability](reliability.md#overload)). Read at start-up only.",
+  },
   'server.maxConnections': {
     text: 'open client connections at once; a new one beyond it is closed as soon as accepted (`gengate_connections_refused_total{server="gateway"}`).',
   },
   'server.sendTimeoutMs': {
     text: 'once an answer is written, the time it may take to leave; a client that does not read it has its connection cut (`gengate_send_timeouts_total`), so unread answers cannot pile up in memory.',
+  },
+  'server.maxBytesInFlight': {
+    text: 'bytes held for exchanges at once, summed over the process: request bodies being read (counted by their `Content-Length`, or `bodyLimitBytes` without one), upstream answers being read, and answers a client has not read yet (`gengate_bytes_in_flight`). A request body that would go past it is refused before it is read, and an upstream answer that would go past it is cut; either request gets `503 overloaded` with `Retry-After` (`gengate_load_shed_total{reason="bytes_in_flight"}`). See [deploy](deploy.md#memory-and-connection-bounds) for how it fits the memory limit.',
   },
   'server.authenticationFailures.limit': {
     text: 'wrong or expired keys one client address may send per window; past it, its further failures get `429 too_many_authentication_failures` instead of 401 (valid keys still pass; see docs/rate-limits.md).',

@@ -171,29 +171,6 @@ function checkPricesForBudgets(
   }
 }
 
-// A Cluster cannot hold a reservation's keys in one script: budgets and caps on jobs need a single Redis.
-function checkJobsNeedSingleRedis(parts: WellFormedParts, problems: ConfigProblem[]): void {
-  if (!parts.redisCluster) return;
-  for (const { index, tenant } of parts.tenants) {
-    for (const member of ['budget', 'jobs'] as const) {
-      if (tenant[member] !== undefined) {
-        problems.push({
-          path: formatPath(['tenants', index, member]),
-          message: `needs a single Redis (store.redis.url): with store.redis.nodes (Redis Cluster) jobs are not followed`,
-        });
-      }
-    }
-  }
-  for (const { name, source } of parts.credentials) {
-    if (source.maxJobsInFlight !== undefined) {
-      problems.push({
-        path: formatPath(['upstream', 'credentials', name, 'maxJobsInFlight']),
-        message: `needs a single Redis (store.redis.url): with store.redis.nodes (Redis Cluster) jobs are not followed`,
-      });
-    }
-  }
-}
-
 export function checkConfigSemantics(parts: WellFormedParts): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
   checkUniqueTenantIds(parts.tenantMembers, problems);
@@ -204,6 +181,5 @@ export function checkConfigSemantics(parts: WellFormedParts): ConfigProblem[] {
   checkPassthroughAccounts(parts.tenants, problems);
   checkModelGlobs(parts.tenants, problems);
   checkPricesForBudgets(parts.tenants, parts.imagePriceGlobs, problems);
-  checkJobsNeedSingleRedis(parts, problems);
   return problems;
 }

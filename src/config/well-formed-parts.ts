@@ -35,8 +35,6 @@ export interface WellFormedParts {
   credentialNames: string[] | undefined;
   /** The credentials that passed the schema. */
   credentials: NamedCredential[];
-  /** Whether the store is a Redis Cluster (store.redis.nodes). */
-  redisCluster: boolean;
   /** The globs of pricing.images, when that list passed the schema (absent: none). */
   imagePriceGlobs: string[] | undefined;
 }
@@ -79,10 +77,7 @@ export function wellFormedParts(document: unknown, shape: ShapeCheck): WellForme
   const credentials = isMapping(upstream.credentials) ? upstream.credentials : undefined;
   const pricing = isMapping(root.pricing) ? root.pricing : {};
   const imagePrices = Array.isArray(pricing.images) ? (pricing.images as { model: string }[]) : [];
-  const store = isMapping(root.store) ? root.store : {};
-  const redis = isMapping(store.redis) ? store.redis : {};
   return {
-    redisCluster: store.kind !== 'memory' && redis.nodes !== undefined,
     imagePriceGlobs: shape.isWellFormed(['pricing', 'images'])
       ? imagePrices.map((price) => price.model)
       : undefined,

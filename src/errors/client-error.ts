@@ -55,19 +55,22 @@ function answerFor(error: ParserError): GatewayError {
   }
 }
 
+/** `answer` as a whole HTTP/1.1 response for a raw connection, which closes after it. */
+export function rawAnswer(answer: GatewayError, reqId: string): string {
+  const body = JSON.stringify(errorEnvelope(answer.status, answer));
+  const extraHeaders = Object.entries(answer.headers)
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('');
+  return (
+    `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status] ?? ''}\r\n` +
+    `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+    `X-Request-Id: ${reqId}\r\n${extraHeaders}Connection: close\r\n\r\n${body}`
+  );
+}
+
 /** Writes `answer` as a whole HTTP/1.1 response on a raw connection, then closes it. */
 function answerAndClose(socket: Duplex, answer: GatewayError, reqId: string): void {
-  if (socket.writable) {
-    const body = JSON.stringify(errorEnvelope(answer.status, answer));
-    const extraHeaders = Object.entries(answer.headers)
-      .map(([name, value]) => `${name}: ${value}\r\n`)
-      .join('');
-    socket.write(
-      `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status] ?? ''}\r\n` +
-        `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-        `X-Request-Id: ${reqId}\r\n${extraHeaders}Connection: close\r\n\r\n${body}`,
-    );
-  }
+  if (socket.writable) socket.write(rawAnswer(answer, reqId));
   socket.destroy();
 }
 

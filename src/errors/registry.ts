@@ -306,6 +306,10 @@ export const NAMED_ERRORS = {
     message: 'usage is unavailable while the store is; retry shortly',
   },
   replica_overloaded: { code: 'overloaded', message: 'this gateway replica is overloaded; retry shortly' },
+  bytes_in_flight_full: {
+    code: 'overloaded',
+    message: 'this gateway replica holds as many requests and answers in memory as it may; retry shortly',
+  },
   upstream_queue_full: {
     code: 'overloaded',
     message: 'this gateway replica has too many requests waiting for the generation service; retry shortly',

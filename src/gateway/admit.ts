@@ -74,11 +74,18 @@ export function createAdmitHook(options: AdmitHookOptions) {
         }
         if (check?.intent === 'claim') {
           request.gateway.ownershipClaim = { requestId: check.requestId, tenantId: tenant.id };
-          if (reservation !== undefined && result.unreserved) options.onUnreserved(tenant.id);
-          else if (reservation !== undefined) {
-            const job = { requestId: check.requestId, tenantId: tenant.id, credential: tenant.credential };
-            request.gateway.job = job;
-          }
+          const job = { requestId: check.requestId, tenantId: tenant.id, credential: tenant.credential };
+          if (reservation !== undefined && result.unreserved !== undefined) {
+            options.onUnreserved(tenant.id);
+            // Followed once the store answers again, when the create's answer says it may run.
+            const admittedAtMs = options.now();
+            request.gateway.unreservedJob = {
+              ...job,
+              reservation,
+              unreserved: result.unreserved,
+              admittedAtMs,
+            };
+          } else if (reservation !== undefined) request.gateway.job = job;
         }
         return undefined;
     }

@@ -4,6 +4,7 @@
 // without an extra upstream call, and the tracker, started with the app and stopped when it closes.
 import type { DoneFuncWithErrOrRes, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayConfig } from '../config/schema.ts';
+import type { UnreservedJob } from '../jobs/book.ts';
 import { createJobMetrics } from '../jobs/metrics.ts';
 import { settlementOfRecord } from '../jobs/outcome.ts';
 import { createReservationPlanner } from '../jobs/reservation.ts';
@@ -85,6 +86,14 @@ export function installJobFollowing(app: FastifyInstance, config: GatewayConfig,
     await tracker.stop();
   });
 
+  const onUnreservedDropped = (job: UnreservedJob) => {
+    metrics.countUnreservedDropped(job.tenantId);
+    logger.warn(
+      { generationId: job.requestId, tenant: job.tenantId },
+      'job admitted without reservation not followed',
+    );
+  };
+
   const logFailure = (request: FastifyRequest) => (error: unknown) => {
     request.log.warn({ err: error instanceof Error ? error.message : String(error) }, 'job not updated');
   };
@@ -96,8 +105,19 @@ export function installJobFollowing(app: FastifyInstance, config: GatewayConfig,
     payload: unknown,
     done: DoneFuncWithErrOrRes,
   ) {
-    const { job } = request.gateway;
+    const { job, unreservedJob } = request.gateway;
     request.gateway.job = undefined;
+    request.gateway.unreservedJob = undefined;
+    // Taken or maybe taken upstream: followed once the store answers; refused: nothing to follow.
+    const answer = isSuccess(reply.statusCode)
+      ? 'accepted'
+      : UNKNOWN_OUTCOME_STATUSES.has(reply.statusCode)
+        ? 'unknown'
+        : undefined;
+    if (unreservedJob !== undefined && answer !== undefined) {
+      const { firstPollMs } = config.jobs;
+      store.jobs.adopt({ ...unreservedJob, answer, firstPollMs }, onUnreservedDropped);
+    }
     if (job !== undefined && isSuccess(reply.statusCode)) {
       store.jobs.submitted(job.requestId, config.jobs.firstPollMs).catch(logFailure(request));
     } else if (job !== undefined && !UNKNOWN_OUTCOME_STATUSES.has(reply.statusCode)) {

@@ -14,8 +14,9 @@ export interface JsonBodyParserOptions {
 function parseIntoState(request: FastifyRequest, raw: Buffer, done: (error: Error | null) => void): void {
   try {
     assertUtf8Charset(request.headers['content-type']);
-    request.gateway.body = parseJsonBody(raw);
-    request.gateway.clientBody = raw;
+    const body = parseJsonBody(raw);
+    request.gateway.body = body;
+    request.gateway.clientBody = body;
     done(null);
   } catch (error) {
     done(error as Error);

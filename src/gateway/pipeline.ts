@@ -10,6 +10,7 @@
 //   request head     admitRequestHead (gateway/request-head.ts)           onRequest, app
 //   target check     admitRequestTarget (gateway/request-target.ts)       onRequest, route
 //   authentication   authenticate (gateway/routes.ts)                     onRequest, route
+//   body memory      holdRequestBody (gateway/hold-request-body.ts)       preParsing, POST routes
 //   expect           continueWhenAllowed (gateway/expect-continue.ts)     preParsing, POST routes
 //   parse            jsonBodyParser (gateway/json-body-parser.ts)         content-type parser
 //   validate         validateRequestBody (gateway/validate-request.ts)    preValidation, POST routes
@@ -47,6 +48,7 @@ import type { UpstreamClient } from '../upstream/client.ts';
 import { createCredentialHealth, type CredentialHealth } from '../upstream/credential-health.ts';
 import { createAdmitHook } from './admit.ts';
 import { createContinueGate, handExpectationsToTheApp } from './expect-continue.ts';
+import { createRequestBodyHold } from './hold-request-body.ts';
 import { installAuthFailureGuard } from './auth-failure-guard.ts';
 import { jsonBodyParser } from './json-body-parser.ts';
 import { createOwnershipHooks } from './ownership-hooks.ts';
@@ -92,8 +94,13 @@ export function installGatewayPipeline(
     logger: parts.logger,
     metrics: parts.metrics,
   });
-  const stopSendTimeouts = limitSendTime(app.server, config.server.sendTimeoutMs, () => {
-    parts.metrics.sendTimeouts.inc();
+  parts.metrics.reportBytesInFlightFrom(parts.upstream.bytesInFlight);
+  const stopSendTimeouts = limitSendTime(app.server, {
+    sendTimeoutMs: config.server.sendTimeoutMs,
+    bytesInFlight: parts.upstream.bytesInFlight,
+    onTimeout: () => {
+      parts.metrics.sendTimeouts.inc();
+    },
   });
   app.addHook('onClose', (_app, done) => {
     stopSendTimeouts();
@@ -127,6 +134,14 @@ export function installGatewayPipeline(
   });
   const enforcePolicy = createPolicyHook(parts.metrics);
   const continueWhenAllowed = createContinueGate(parts.store.limiter);
+  const holdRequestBody = createRequestBodyHold({
+    bytesInFlight: parts.upstream.bytesInFlight,
+    bodyLimitBytes: config.server.bodyLimitBytes,
+    retryAfterSeconds: config.server.overload.retryAfterSeconds,
+    onFull: () => {
+      parts.metrics.loadShed.inc({ reason: 'bytes_in_flight' });
+    },
+  });
   const ownership = createOwnershipHooks({ store: parts.store.ownership, limiter: parts.store.limiter });
   // A create is validated and judged by the tenant's policy before admission claims its requestId and
   // charges it; a request id is checked for ownership by the same admission. Refused requests consume
@@ -145,7 +160,7 @@ export function installGatewayPipeline(
       url: route.path,
       config: { gatewayRoute: route },
       onRequest: [admitRequestTarget, authenticate],
-      ...(takesBody ? { preParsing: continueWhenAllowed } : {}),
+      ...(takesBody ? { preParsing: [holdRequestBody, continueWhenAllowed] } : {}),
       ...(takesBody ? { preValidation: validateRequestBody } : {}),
       preHandler: takesBody ? [enforcePolicy, admit] : [admit],
       handler: handlerFor(route),

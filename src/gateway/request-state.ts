@@ -7,7 +7,7 @@ import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fast
 import fp from 'fastify-plugin';
 import type { AuthenticatedCaller } from '../auth/tenant-directory.ts';
 import type { TenantConfig } from '../config/schema.ts';
-import type { JobIdentity } from '../jobs/book.ts';
+import type { JobIdentity, UnreservedJob } from '../jobs/book.ts';
 import { gatewayError } from '../errors/registry.ts';
 import type { GatewayRoute } from '../routing/route-table.ts';
 import type { JsonBody } from '../validation/json-body.ts';
@@ -34,13 +34,15 @@ export interface RequestState {
   rateLimit: { limit: string | undefined; decision: string } | undefined;
   /** The body of a POST as parsed, then as the policy and the requestId assignment rewrote it. */
   body: JsonBody | undefined;
-  /** The bytes of a POST's body as the client sent them: what an idempotent repeat is compared on. */
-  clientBody: Buffer | undefined;
+  /** A POST's body as the client sent it, as first parsed: what an idempotent repeat is compared on. */
+  clientBody: JsonBody | undefined;
   /** What the tenant's policy did, for the request's log line (rule and action words only). */
   policyLog: Readonly<Record<string, string>> | undefined;
   ownershipClaim: OwnershipClaim | undefined;
   /** A create's job, reserved at admission, until its answer tells whether the upstream took it. */
   job: JobIdentity | undefined;
+  /** A create's job admitted without its reservation (the store failed, failMode open), until its answer. */
+  unreservedJob: Omit<UnreservedJob, 'answer' | 'firstPollMs'> | undefined;
   /** Milliseconds spent waiting on the upstream, when the request reached it. */
   upstreamMs: number | undefined;
   /** The upstream's status code, when it answered. */
@@ -61,6 +63,7 @@ function createRequestState(request: FastifyRequest, _reply: FastifyReply, done:
     policyLog: undefined,
     ownershipClaim: undefined,
     job: undefined,
+    unreservedJob: undefined,
     upstreamMs: undefined,
     upstreamStatus: undefined,
   };

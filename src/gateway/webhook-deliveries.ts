@@ -45,6 +45,8 @@ const admitRedeliverTarget: Hook = (request, _reply, done) => {
   done();
 };
 
+type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>;
+
 export function installWebhookDeliveryRoutes(
   app: FastifyInstance,
   options: {
@@ -54,32 +56,29 @@ export function installWebhookDeliveryRoutes(
   },
 ): void {
   const { webhooks, authenticate, countServedRequest } = options;
-  app.route({
-    method: 'GET',
-    url: LIST_ROUTE.path,
-    config: { gatewayRoute: LIST_ROUTE },
-    onRequest: [admitRequestTarget, authenticate],
-    onResponse: countServedRequest,
-    handler: async (request, reply) => {
-      const deliveries = await webhooks.list(tenantOf(request).id, LISTED_DELIVERIES);
-      return reply.type('application/json').send(successEnvelope(deliveries));
-    },
+  // Both routes: the canonical target first, then the tenant key; counted like every served request.
+  const install = (route: GatewayRoute, admitTarget: Hook, handler: Handler) => {
+    app.route({
+      method: route.method,
+      url: route.path,
+      config: { gatewayRoute: route },
+      onRequest: [admitTarget, authenticate],
+      onResponse: countServedRequest,
+      handler,
+    });
+  };
+  install(LIST_ROUTE, admitRequestTarget, async (request, reply) => {
+    const deliveries = await webhooks.list(tenantOf(request).id, LISTED_DELIVERIES);
+    return reply.type('application/json').send(successEnvelope(deliveries));
   });
-  app.route({
-    method: 'POST',
-    url: REDELIVER_ROUTE.path,
-    config: { gatewayRoute: REDELIVER_ROUTE },
-    onRequest: [admitRedeliverTarget, authenticate],
-    onResponse: countServedRequest,
-    handler: async (request, reply) => {
-      const deliveryId = deliveryIdOf(request).toLowerCase();
-      if (!(await webhooks.redeliver(tenantOf(request).id, deliveryId))) {
-        throw gatewayError('delivery_not_found', { deliveryId });
-      }
-      return reply
-        .code(202)
-        .type('application/json')
-        .send({ status: 202, data: { id: deliveryId, queued: true } });
-    },
+  install(REDELIVER_ROUTE, admitRedeliverTarget, async (request, reply) => {
+    const deliveryId = deliveryIdOf(request).toLowerCase();
+    if (!(await webhooks.redeliver(tenantOf(request).id, deliveryId))) {
+      throw gatewayError('delivery_not_found', { deliveryId });
+    }
+    return reply
+      .code(202)
+      .type('application/json')
+      .send({ status: 202, data: { id: deliveryId, queued: true } });
   });
 }

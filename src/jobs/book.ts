@@ -23,6 +23,24 @@ export type ReservationRefusal =
   | { kind: 'budget_exceeded'; scope: BudgetScope; remainingMicroUsd: number; resetsAtMs: number }
   | { kind: 'too_many_jobs_in_flight'; scope: 'tenant' | 'credential'; limit: number };
 
+/**
+ * A create admitted without its reservation because the store did not answer (failMode open):
+ * `not_sent`, nothing reached the store; `maybe_taken`, the call was sent and the store may have run it.
+ */
+export type Unreserved = 'not_sent' | 'maybe_taken';
+
+/** A create admitted without its reservation, once its answer is known: to follow when the store is back. */
+export interface UnreservedJob extends JobIdentity {
+  reservation: JobReservation;
+  unreserved: Unreserved;
+  /** When it was admitted (this replica's clock, epoch ms). */
+  admittedAtMs: number;
+  /** `accepted`: the upstream took the create (2xx); `unknown`: no answer (502, 504). */
+  answer: 'accepted' | 'unknown';
+  /** When the tracker first polls an accepted one, from its adoption. */
+  firstPollMs: number;
+}
+
 /** A tracked job as the store keeps it. */
 export interface TrackedJob extends JobIdentity {
   route: JobRoute;
@@ -75,14 +93,20 @@ export interface JobsUsage {
 export interface JobBook {
   /**
    * Reserves in one step, or says what refused: for the memory store and the sequential path (the Redis
-   * admission script reserves together with the limits instead). `unreserved`: the store could not
+   * admission script reserves together with the limits instead). Unreserved: the store could not
    * answer and its failMode admits without a reservation.
    */
   reserve(
     tenantId: string,
     requestId: string,
     reservation: JobReservation,
-  ): Promise<ReservationRefusal | 'reserved' | 'unreserved'>;
+  ): Promise<ReservationRefusal | 'reserved' | Unreserved>;
+  /**
+   * Follows a create admitted without its reservation once the store answers (at once if it does now):
+   * recorded as reserved at its admission, then tracked and settled like any other job. Kept in this
+   * replica meanwhile, a bounded number; one that cannot be kept or followed is told to `onDropped`.
+   */
+  adopt(job: UnreservedJob, onDropped: (job: UnreservedJob) => void): void;
   /** The upstream accepted the create: the job is followed from now on, first polled after `firstPollMs`. */
   submitted(requestId: string, firstPollMs: number): Promise<void>;
   /**

@@ -38,6 +38,12 @@ export function createJobMetrics(registry: Registry, jobs: JobBook, scope: JobMe
     labelNames: ['tenant'] as const,
     registers: [registry],
   });
+  const dropped = new Counter({
+    name: 'gengate_budget_unreserved_dropped_total',
+    help: 'Creates admitted without a reservation that will not be followed: past the bound kept per replica, or possibly settled already.',
+    labelNames: ['tenant'] as const,
+    registers: [registry],
+  });
   const finished = new Counter({
     name: 'gengate_jobs_finished_total',
     help: 'Jobs settled, by outcome (completed, failed, cancelled, expired).',
@@ -47,6 +53,7 @@ export function createJobMetrics(registry: Registry, jobs: JobBook, scope: JobMe
   for (const tenant of tenantIds) {
     spent.inc({ tenant }, 0);
     unreserved.inc({ tenant }, 0);
+    dropped.inc({ tenant }, 0);
     for (const outcome of JOB_OUTCOMES) finished.inc({ tenant, outcome }, 0);
   }
   const duration = new Histogram({
@@ -143,6 +150,9 @@ export function createJobMetrics(registry: Registry, jobs: JobBook, scope: JobMe
     },
     countUnreserved: (tenant: string): void => {
       unreserved.inc({ tenant });
+    },
+    countUnreservedDropped: (tenant: string): void => {
+      dropped.inc({ tenant });
     },
     countPoll: (credential: string, result: PollResult): void => {
       polls.inc({ credential, result });

@@ -27,7 +27,14 @@ export type UpstreamErrorReason = (typeof UPSTREAM_ERROR_REASONS)[number];
 
 export const CONFIG_RELOAD_RESULTS = ['success', 'error'] as const;
 /** Why a request was shed with 503 overloaded (src/overload/shed-load.ts, src/upstream/client.ts). */
-export const LOAD_SHED_REASONS = ['event_loop_delay', 'heap', 'upstream_queue', 'rss'] as const;
+export const LOAD_SHED_REASONS = [
+  'event_loop_delay',
+  'heap',
+  'upstream_queue',
+  'rss',
+  'queue_wait',
+  'bytes_in_flight',
+] as const;
 export type LoadShedReason = (typeof LOAD_SHED_REASONS)[number];
 
 /** The servers whose connections are bounded (src/server/connection-limits.ts). */
@@ -79,7 +86,7 @@ export function createMetrics(registry: Registry = new Registry()) {
   });
   const loadShed = new Counter({
     name: 'gengate_load_shed_total',
-    help: 'Requests answered 503 overloaded, by reason: event_loop_delay, heap, rss, or upstream_queue.',
+    help: 'Requests answered 503 overloaded, by reason: event_loop_delay, heap, rss, upstream_queue, or bytes_in_flight.',
     labelNames: ['reason'] as const,
     registers: [registry],
   });
@@ -121,6 +128,20 @@ export function createMetrics(registry: Registry = new Registry()) {
     help: 'upstream.connections: the most upstream exchanges at once.',
     registers: [registry],
   });
+  let bytesInFlightHeld = () => 0;
+  new Gauge({
+    name: 'gengate_bytes_in_flight',
+    help: 'Bytes held for exchanges now: request and upstream bodies being read, answers not yet left to their clients.',
+    registers: [registry],
+    collect() {
+      this.set(bytesInFlightHeld());
+    },
+  });
+  const bytesInFlightLimit = new Gauge({
+    name: 'gengate_bytes_in_flight_limit',
+    help: 'server.maxBytesInFlight: past it a request body is refused unread, or an upstream answer cut, with 503 overloaded.',
+    registers: [registry],
+  });
   const connectionsRefused = new Counter({
     name: 'gengate_connections_refused_total',
     help: 'New connections closed as soon as accepted because maxConnections were open, by server.',
@@ -160,6 +181,11 @@ export function createMetrics(registry: Registry = new Registry()) {
     reportUpstreamConnectionsFrom(limit: number, running: () => number) {
       upstreamConnectionsLimit.set(limit);
       upstreamExchangesRunning = running;
+    },
+    /** The bound on bytes held for answers, and where gengate_bytes_in_flight reads its value. */
+    reportBytesInFlightFrom(answers: { readonly limit: number; held: () => number }) {
+      bytesInFlightLimit.set(answers.limit);
+      bytesInFlightHeld = answers.held;
     },
     drainAborted,
     connectionsRefused,

@@ -14,6 +14,10 @@
 //     whose unread answers held gigabytes outside it.
 // A sample never throws: reading the RSS needs a file descriptor, and a process out of descriptors keeps
 // its last value rather than dying of an uncaught error in a timer.
+// Between samples, each request is also judged on its own wait (src/overload/queue-wait.ts): one that
+// already waited longer than `maxQueueWaitMs` (in the kernel's accept queue or behind a busy event loop)
+// is shed at once, as a late answer is worth less to its client than a fast 503 it can retry elsewhere.
+// Readiness reports such a shed for the Retry-After it gave.
 import type { FastifyInstance, onRequestHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
@@ -22,6 +26,7 @@ import type { GatewayConfig } from '../config/schema.ts';
 import { gatewayError, type GatewayError } from '../errors/registry.ts';
 import type { GatewayMetrics, LoadShedReason } from '../observability/metrics.ts';
 import { isOutOfDescriptors, rateLimitedLog } from '../server/connection-limits.ts';
+import { watchQueueWait } from './queue-wait.ts';
 
 // How often the load is sampled: an overload is seen, and its end too, within this.
 const LOAD_SAMPLE_INTERVAL_MS = 250;
@@ -113,24 +118,48 @@ export const loadShedding = fp<LoadSheddingOptions>(
     const logOutOfDescriptors = rateLimitedLog((failures) => {
       app.log.warn({ server: 'gateway', failures }, 'out of file descriptors; new connections closed');
     });
+    const maxQueueWaitMs = settings.maxQueueWaitMs;
+    let queueWaitShedAt = Number.NEGATIVE_INFINITY;
+    const retryAfterMs = settings.retryAfterSeconds * 1_000;
+    const shedForQueueWait = () => {
+      queueWaitShedAt = performance.now();
+      metrics.loadShed.inc({ reason: 'queue_wait' });
+    };
+    // Off (0), nothing watches: no tick, no reading of the accept queue, connections handed on untouched.
+    const queueWait =
+      maxQueueWaitMs > 0
+        ? watchQueueWait(app.server, {
+            maxQueueWaitMs,
+            answer: () => overloadedError(settings.retryAfterSeconds, 'replica_overloaded'),
+            onShed: shedForQueueWait,
+          })
+        : undefined;
     const load = sampleLoad(settings, () => {
       metrics.descriptorsExhausted.inc();
       logOutOfDescriptors();
     });
-    app.decorate('loadShedReason', load.current);
-    const shedWhenOverloaded: onRequestHookHandler = (_request, reply, next) => {
+    app.decorate('loadShedReason', () => {
+      const sampled = load.current();
+      if (sampled !== undefined) return sampled;
+      // A replica that just told a client to come back in retryAfterSeconds is not ready until then.
+      return performance.now() - queueWaitShedAt < retryAfterMs ? 'queue_wait' : undefined;
+    });
+    const shedWhenOverloaded: onRequestHookHandler = (request, reply, next) => {
       const reason = load.current();
-      if (reason === undefined) {
+      if (reason !== undefined) metrics.loadShed.inc({ reason });
+      else if (queueWait !== undefined && queueWait.waitedMs(request.raw.socket) > maxQueueWaitMs)
+        shedForQueueWait();
+      else {
         next();
         return;
       }
-      metrics.loadShed.inc({ reason });
       reply.header('connection', 'close');
       next(overloadedError(settings.retryAfterSeconds, 'replica_overloaded'));
     };
     app.addHook('onRequest', shedWhenOverloaded);
     app.addHook('onClose', (_app, closed) => {
       load.stop();
+      queueWait?.stop();
       closed();
     });
     metrics.reportOverloadFrom(() => isOverloaded(app));

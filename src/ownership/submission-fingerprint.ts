@@ -7,6 +7,8 @@
 import { createHash, type Hash } from 'node:crypto';
 import type { RouteId } from '../config/route-ids.ts';
 import { parseExactDecimal } from '../json/exact-decimal.ts';
+import { NumberTexts } from '../json/number-texts.ts';
+import type { JsonBody } from '../validation/json-body.ts';
 
 /**
  * A number as its exact value, in one spelling: `i<integer>` for an integer of at most 15 digits (the
@@ -48,27 +50,38 @@ const HASHED_PIECE_LENGTH = 65_536;
  */
 class CanonicalWriter {
   readonly #hash: Hash;
+  /** The texts of the numbers whose double may not be their exact value, when read from a plain parse. */
+  readonly #numbers: NumberTexts;
   #pending = '';
 
-  constructor(hash: Hash) {
+  constructor(hash: Hash, numbers: NumberTexts) {
     this.#hash = hash;
+    this.#numbers = numbers;
   }
 
-  write(value: unknown): void {
+  /** `value`, which is `container[key]`; the top-level object's requestId is left out. */
+  write(value: unknown, container?: object, key?: string | number): void {
     if (value instanceof CanonicalNumber) {
       this.#append(`n${value.text};`);
+    } else if (typeof value === 'number') {
+      // Without a kept text, the number was a short integer literal: its double is its exact value.
+      const text = key === undefined ? undefined : this.#numbers.textOf(container, key);
+      this.#append(`n${canonicalNumber(text ?? String(value)).text};`);
     } else if (typeof value === 'string') {
       this.#writeString(value);
     } else if (Array.isArray(value)) {
       this.#append('[');
-      for (const item of value as unknown[]) this.write(item);
+      (value as unknown[]).forEach((item, index) => {
+        this.write(item, value, index);
+      });
       this.#append(']');
     } else if (typeof value === 'object' && value !== null) {
       const object = value as Record<string, unknown>;
       this.#append('{');
       for (const name of Object.keys(object).sort()) {
+        if (container === undefined && name === 'requestId') continue;
         this.#writeString(name);
-        this.write(object[name]);
+        this.write(object[name], object, name);
       }
       this.#append('}');
     } else {
@@ -101,14 +114,22 @@ class CanonicalWriter {
 
 /**
  * The fingerprint of a create: a hash of its route and its body's canonical form. `clientBody` is the
- * body as the client sent it, already parsed once and judged a JSON object within the nesting and size
- * limits (src/validation/json-body.ts), so this second parse cannot fail and costs time linear in it.
+ * body as the client sent it, parsed once (src/validation/json-body.ts). Its parsed value is read as it
+ * is when the parse kept the text of every number a double may not hold exactly (the common case: such
+ * numbers sit in the top levels of objects); otherwise the body is parsed again with each number's
+ * source text, which cannot fail (the first parse judged it a JSON object within the nesting and size
+ * limits) and costs time linear in it.
  */
-export function submissionFingerprint(route: RouteId, clientBody: Buffer): string {
-  const parsed = JSON.parse(clientBody.toString('utf8'), exactNumbers) as Record<string, unknown>;
-  delete parsed.requestId;
-  const writer = new CanonicalWriter(createHash('sha256'));
+export function submissionFingerprint(route: RouteId, clientBody: JsonBody): string {
+  const writer = new CanonicalWriter(
+    createHash('sha256'),
+    clientBody.everyInexactNumberKept ? clientBody.numbers : NumberTexts.none,
+  );
   writer.write(route);
-  writer.write(parsed);
+  writer.write(
+    clientBody.everyInexactNumberKept
+      ? clientBody.value
+      : JSON.parse(clientBody.raw.toString('utf8'), exactNumbers),
+  );
   return writer.digest();
 }

@@ -1,14 +1,14 @@
 // Graceful shutdown, as a load balancer in front sees it (docs/reliability.md, "Rolling restart behind a
 // load balancer"): once close() begins, a request that arrives on a connection already open is served
 // like any other, and the listener closes (new connections are refused, which a balancer retries
-// elsewhere) as soon as no connection waits in the kernel's accept queue: closing a listening socket
-// resets each connection the kernel has completed and the process has not accepted yet, and a balancer
-// that already sent a request on one answers its client 502 (it cannot retry a POST it sent). From then
-// on answers carry `Connection: close`, so that each connection ends cleanly after its request. Requests
-// in flight finish and close their connections the same way. Only a connection that stays idle is closed
-// by the gateway, and only once it has been idle for a grace: a balancer may already have sent a request
-// on a kept-alive connection that Node has not read yet, and a POST lost that way cannot be retried by
-// it (it answers the client 502).
+// elsewhere) once no connection waits in the kernel's accept queue and none has arrived for a moment:
+// closing a listening socket resets each connection the kernel has completed and the process has not
+// accepted yet, and a balancer that already sent a request on one answers its client 502 (it cannot
+// retry a POST it sent). From then on answers carry `Connection: close`, so that each connection ends
+// cleanly after its request. Requests in flight finish and close their connections the same way. Only
+// a connection that stays idle is closed by the gateway, and only once it has been idle for a grace: a
+// balancer may already have sent a request on a kept-alive connection that Node has not read yet, and a
+// POST lost that way cannot be retried by it (it answers the client 502).
 //
 // Node's server.close() destroys every connection without a request in progress at once (Node 19 and
 // later), which is exactly that race; the server's closeIdleConnections, which close() calls, is
@@ -20,7 +20,7 @@ import fp from 'fastify-plugin';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { connectionsAwaitingAccept } from './accept-queue.ts';
+import { acceptQueueReader } from './accept-queue.ts';
 
 // How long a connection must have been idle (since it opened or last answered, and since the drain began)
 // before the drain closes it. A balancer reuses its busiest connections first, so one idle this long is
@@ -31,10 +31,16 @@ import { connectionsAwaitingAccept } from './accept-queue.ts';
 // such request is served with Connection: close; closing them at once lost those requests.
 const IDLE_CONNECTION_GRACE_MS = 1_000;
 
-// While connections wait to be accepted, how soon to look again (a poll phase accepts them meanwhile),
-// and for how long at most: Fastify gives a close hook 10 s (its pluginTimeout) before it fails close().
-const ACCEPT_QUEUE_RECHECK_MS = 1;
+// The listener closes once its accept queue is empty and no connection has arrived for QUIET_MS, counted
+// from the signal too. Closing resets each connection the kernel completes in that very instant, and new
+// connections come in bursts (a balancer opens several at once when its pool runs short, and a burst of
+// requests sent at the signal is one): a quiet spell makes one unlikely. Without a quiet spell within
+// QUIET_WAIT_MS, the first empty queue will do; after ACCEPT_QUEUE_WAIT_MS, anything (Fastify gives a
+// close hook 10 s, its pluginTimeout, before it fails close()). Between checks, a poll phase accepts.
+const QUIET_MS = 100;
+const QUIET_WAIT_MS = 1_000;
 const ACCEPT_QUEUE_WAIT_MS = 5_000;
+const ACCEPT_QUEUE_RECHECK_MS = 1;
 
 interface ConnectionState {
   requestsInFlight: number;
@@ -42,16 +48,6 @@ interface ConnectionState {
   /** Bytes read when the connection last became idle: more since means a request is arriving. */
   bytesReadWhenIdle: number;
   closeTimer: NodeJS.Timeout | undefined;
-}
-
-/**
- * Makes the kernel complete no more connections on the server's listening socket: listen() again with a
- * backlog of 0 (Linux then drops a SYN while one connection waits). Node has no public call for it; its
- * handle's listen() does exactly this on a listening socket, and where it is missing nothing changes.
- */
-function stopCompletingConnections(server: Server): void {
-  const handle = (server as unknown as { _handle?: { listen?: (backlog: number) => number } })._handle;
-  handle?.listen?.(0);
 }
 
 /**
@@ -123,21 +119,25 @@ function closeIdleConnectionsGracefully(app: FastifyInstance, onListenerClosed: 
     server.closeIdleConnections = () => {
       for (const [socket, state] of connections) closeOnceIdleLongEnough(socket, state);
     };
-    // First the listen backlog shrinks to nothing, so that the kernel completes no new connection (it
-    // drops their SYNs; the client's retransmission, a second later, finds the listener closed and is
-    // refused, which a balancer retries elsewhere), while those already queued are accepted and served.
-    // The listener closes once no connection waits in the accept queue, checked right after each accept
-    // and in the check phase after each poll phase; where the queue cannot be read, at once; when it
-    // never empties, after ACCEPT_QUEUE_WAIT_MS.
-    stopCompletingConnections(server);
-    const port = (server.address() as AddressInfo | null)?.port;
-    const giveUpAtMs = performance.now() + ACCEPT_QUEUE_WAIT_MS;
+    // The listening socket's queue is read from the start of /proc/net/tcp, in microseconds, right before
+    // it closes: a connection completed between the read and the close is reset. The backlog stays as it
+    // is: a smaller one drops SYNs, and drops the ACKs of handshakes begun, leaving clients that believe
+    // they are connected, have sent a request, and are reset by the close.
+    const address = server.address() as AddressInfo | null;
+    const listenQueue =
+      address === null ? undefined : acceptQueueReader(address.port, address.family === 'IPv6');
+    let lastArrivalMs = drainStartedMs;
     let listenerClosed = false;
-    const closeListenerIfNoneWaiting = (force: boolean): boolean => {
+    const closeListenerIfNoneWaiting = (): boolean => {
       if (listenerClosed) return true;
-      const waiting = port === undefined ? undefined : connectionsAwaitingAccept(port);
-      if (!force && waiting !== undefined && waiting > 0) return false;
+      const now = performance.now();
+      const drainedMs = now - drainStartedMs;
+      if (drainedMs < ACCEPT_QUEUE_WAIT_MS) {
+        if (drainedMs < QUIET_WAIT_MS && now - lastArrivalMs < QUIET_MS) return false;
+        if ((listenQueue?.read() ?? 0) > 0) return false;
+      }
       listenerClosed = true;
+      listenQueue?.close();
       onListenerClosed();
       server.off('connection', onAccepted);
       // The listening socket closes now, in this very turn; Fastify's close() that follows finds it
@@ -146,13 +146,15 @@ function closeIdleConnectionsGracefully(app: FastifyInstance, onListenerClosed: 
       done();
       return true;
     };
-    // Right after an accept is when the queue is most likely empty, and nothing runs in between.
+    // Each arrival restarts the quiet spell; once none is awaited, right after an accept is when the queue
+    // is most likely empty, and nothing runs in between.
     const onAccepted = () => {
-      closeListenerIfNoneWaiting(false);
+      lastArrivalMs = performance.now();
+      closeListenerIfNoneWaiting();
     };
     server.on('connection', onAccepted);
     const recheck = () => {
-      if (closeListenerIfNoneWaiting(performance.now() >= giveUpAtMs)) return;
+      if (closeListenerIfNoneWaiting()) return;
       setTimeout(() => setImmediate(recheck), ACCEPT_QUEUE_RECHECK_MS);
     };
     setImmediate(recheck);
@@ -172,17 +174,25 @@ function closeIdleConnectionsGracefully(app: FastifyInstance, onListenerClosed: 
 export const draining = fp(
   (app, _options, done) => {
     // Answers carry Connection: close once the listener has closed, not before: while it waits for its
-    // accept queue to empty, a closed connection would only make the balancer open a new one, which could
-    // complete just before the close and be reset by it.
-    let closing = false;
+    // accept queue to empty and a quiet spell, a closed connection would only make the balancer open a new
+    // one, which could complete just as the listener closes and be reset by it. Fastify marks every answer
+    // `Connection: close` from the moment close() begins (on the raw response, before any hook runs); that
+    // mark is taken off until the listener has closed. (With it, nginx opened a new connection for each
+    // request to a draining replica, 160 in its first second, and the listener never saw a quiet spell.)
+    let drain: 'none' | 'listening' | 'listenerClosed' = 'none';
+    app.addHook('preClose', (hookDone) => {
+      drain = 'listening';
+      hookDone();
+    });
     app.decorate(
       'cutConnections',
       closeIdleConnectionsGracefully(app, () => {
-        closing = true;
+        drain = 'listenerClosed';
       }),
     );
     app.addHook('onSend', function closeConnectionAfterResponse(_request, reply, payload, next) {
-      if (closing) reply.header('connection', 'close');
+      if (drain === 'listenerClosed') reply.header('connection', 'close');
+      else if (drain === 'listening') reply.raw.removeHeader('connection');
       next(null, payload);
     });
     done();

@@ -6,12 +6,16 @@
 // tenant holds more than `maxTenantShare` of the connections: with a slow upstream one tenant's polls
 // took all of them and every other tenant's creates waited out their turn (503 for a minute); its
 // requests beyond its share wait for one of its own exchanges to end, and a freed connection goes to the
-// first request waiting whose tenant is below its share.
+// first request waiting whose tenant is below its share. Every body being read counts against one bound
+// per process on the bytes held for answers (./bytes-in-flight.ts); an exchange that would go past it is cut
+// and answered 503 overloaded.
 import type { IncomingHttpHeaders } from 'node:http';
 import { Pool, type Dispatcher } from 'undici';
 import type { GatewayMetrics } from '../observability/metrics.ts';
+import { createBytesInFlight, type BytesInFlight } from './bytes-in-flight.ts';
 import {
   type GatewayConfig,
+  DEFAULT_MAX_BYTES_IN_FLIGHT,
   DEFAULT_OVERLOAD_RETRY_AFTER_SECONDS,
   DEFAULT_UPSTREAM_CONNECTIONS,
   DEFAULT_UPSTREAM_MAX_RESPONSE_BYTES,
@@ -40,6 +44,8 @@ export interface UpstreamClient {
   close(): Promise<void>;
   /** Aborts exchanges in flight at once: for a shutdown whose drain deadline has passed. */
   destroy(): Promise<void>;
+  /** The process's count of bytes held for answers, shared with the server writing them. */
+  readonly bytesInFlight: BytesInFlight;
 }
 
 export interface UpstreamClientOptions {
@@ -56,6 +62,10 @@ export interface UpstreamClientOptions {
   retryAfterSeconds?: number;
   /** Called for each request answered 503 overloaded after waiting for its turn. */
   onQueueTimeout?: () => void;
+  /** The bound on bytes held for answers, upstream bodies being read and answers being written. */
+  maxBytesInFlight?: number;
+  /** Called for each exchange cut, and answered 503 overloaded, because that bound was reached. */
+  onBytesInFlightFull?: () => void;
   /** Given the bound on exchanges at once and how to read how many run now, for the metrics. */
   reportConnectionsFrom?: (limit: number, running: () => number) => void;
 }
@@ -84,8 +94,16 @@ function translateUpstreamFailure(error: unknown): GatewayError {
  * settles the promise once. Not `pool.request()`, whose body is a Readable stream read through an async
  * iterator: that machinery cost more CPU than the gateway's whole policy step (docs/performance.md).
  */
+/** What every exchange of one client shares: built once, so an exchange allocates no closures for it. */
+interface ExchangeBounds {
+  maxResponseBytes: number;
+  bytesInFlight: BytesInFlight;
+  /** Called when the exchange's next chunk does not fit under `bytesInFlight`; gives its answer. */
+  bytesInFlightFull: () => GatewayError;
+}
+
 class Exchange implements Dispatcher.DispatchHandler {
-  readonly #maxBytes: number;
+  readonly #bounds: ExchangeBounds;
   readonly #onSettled: (outcome: UpstreamResponse | GatewayError) => void;
   #controller: Dispatcher.DispatchController | undefined;
   #abortedWith: Error | undefined;
@@ -95,8 +113,8 @@ class Exchange implements Dispatcher.DispatchHandler {
   #chunks: Buffer[] = [];
   #size = 0;
 
-  constructor(maxBytes: number, onSettled: (outcome: UpstreamResponse | GatewayError) => void) {
-    this.#maxBytes = maxBytes;
+  constructor(bounds: ExchangeBounds, onSettled: (outcome: UpstreamResponse | GatewayError) => void) {
+    this.#bounds = bounds;
     this.#onSettled = onSettled;
   }
 
@@ -124,11 +142,17 @@ class Exchange implements Dispatcher.DispatchHandler {
   }
 
   onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    this.#size += chunk.length;
-    if (this.#size > this.#maxBytes) {
+    // Chunks still on their way after a failure are not kept (nor counted).
+    if (this.#settled) return;
+    if (this.#size + chunk.length > this.#bounds.maxResponseBytes) {
       this.fail(gatewayError('upstream_response_too_large'));
       return;
     }
+    if (!this.#bounds.bytesInFlight.hold(chunk.length)) {
+      this.fail(this.#bounds.bytesInFlightFull());
+      return;
+    }
+    this.#size += chunk.length;
     this.#chunks.push(chunk);
   }
 
@@ -149,6 +173,9 @@ class Exchange implements Dispatcher.DispatchHandler {
   #settle(outcome: UpstreamResponse | GatewayError): void {
     if (this.#settled) return;
     this.#settled = true;
+    // The body read is now the answer's to hold: the server counts it again while it is being written.
+    this.#bounds.bytesInFlight.release(this.#size);
+    this.#chunks = [];
     this.#onSettled(outcome);
   }
 }
@@ -170,6 +197,10 @@ export function upstreamClientOptions(
     onQueueTimeout: () => {
       metrics.loadShed.inc({ reason: 'upstream_queue' });
     },
+    maxBytesInFlight: config.server.maxBytesInFlight,
+    onBytesInFlightFull: () => {
+      metrics.loadShed.inc({ reason: 'bytes_in_flight' });
+    },
     reportConnectionsFrom: metrics.reportUpstreamConnectionsFrom,
   };
 }
@@ -186,6 +217,16 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
   const connections = options.connections ?? DEFAULT_UPSTREAM_CONNECTIONS;
   const queueTimeoutMs = options.queueTimeoutMs ?? DEFAULT_UPSTREAM_QUEUE_TIMEOUT_MS;
   const retryAfterSeconds = options.retryAfterSeconds ?? DEFAULT_OVERLOAD_RETRY_AFTER_SECONDS;
+  const bytesInFlight = createBytesInFlight(options.maxBytesInFlight ?? DEFAULT_MAX_BYTES_IN_FLIGHT);
+  const overloadedHeaders = { 'retry-after': String(retryAfterSeconds) };
+  const bounds: ExchangeBounds = {
+    maxResponseBytes,
+    bytesInFlight,
+    bytesInFlightFull: () => {
+      options.onBytesInFlightFull?.();
+      return gatewayError('bytes_in_flight_full', { headers: overloadedHeaders });
+    },
+  };
   const pool = new Pool(origin, {
     connections,
     headersTimeout: options.timeoutMs,
@@ -248,7 +289,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
 
   function exchangeOnce(request: UpstreamRequest): Promise<UpstreamResponse> {
     return new Promise((resolve, reject) => {
-      const exchange = new Exchange(maxResponseBytes, (outcome) => {
+      const exchange = new Exchange(bounds, (outcome) => {
         clearTimeout(deadline);
         if (outcome instanceof GatewayError) reject(outcome);
         else resolve(outcome);
@@ -275,5 +316,6 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     send: (request) => inTurn(request.tenant, () => exchangeOnce(request)),
     close: () => pool.close(),
     destroy: () => pool.destroy(),
+    bytesInFlight,
   };
 }

@@ -23,6 +23,11 @@ export interface JsonBody {
   value: Record<string, unknown>;
   /** The source text of the numbers the schemas judge. */
   numbers: NumberTexts;
+  /**
+   * Whether `numbers` also holds the text of every other number whose double may not be its exact value
+   * (all but short integer literals): then `value` and `numbers` give every number's exact value.
+   */
+  everyInexactNumberKept: boolean;
   /** Where the top-level members' values sit in `raw` decoded. */
   layout: TopLevelLayout;
 }
@@ -98,7 +103,13 @@ export function parseJsonBody(raw: Buffer): JsonBody {
     throw gatewayError('body_not_object');
   }
   const body = value as Record<string, unknown>;
-  return { raw, value: body, numbers: numberTextsOf(body, structure.numberTexts), layout: structure.layout };
+  return {
+    raw,
+    value: body,
+    numbers: numberTextsOf(body, structure.numberTexts),
+    everyInexactNumberKept: structure.everyInexactNumberKept,
+    layout: structure.layout,
+  };
 }
 
 /**
@@ -146,6 +157,8 @@ export function rewriteTopLevelMembers(
     raw: Buffer.from(pieces.join(''), 'utf8'),
     value,
     numbers: body.numbers.withObjectReplaced(body.value, value, rewritten),
+    // The rewritten members' numbers are doubles written anew, without texts of their own.
+    everyInexactNumberKept: false,
     layout: { members, closingBrace },
   };
 }

@@ -61,6 +61,11 @@ export type JsonStructure =
   | {
       problem: undefined;
       numberTexts: readonly ObjectNumberTexts[];
+      /**
+       * Whether `numberTexts` holds the text of every number whose double may not be its exact value
+       * (every one but short integer literals), so that the exact values can be read without a second parse.
+       */
+      everyInexactNumberKept: boolean;
       /** Undefined unless the document is an object. */
       layout: TopLevelLayout | undefined;
     };
@@ -187,6 +192,7 @@ export function scanJsonStructure(text: string): JsonStructure {
   // After the first problem only the depth is still tracked: the problem is what will be reported.
   let problem: StructureProblem | undefined;
   let values = 0;
+  let everyInexactNumberKept = true;
   const endTopLevelMember = (position: number) => {
     const [topLevel] = stack;
     if (layout !== undefined && topLevelValueStart !== -1 && stack.length === 1 && topLevel !== undefined) {
@@ -268,12 +274,9 @@ export function scanJsonStructure(text: string): JsonStructure {
         if (code !== Char.MINUS && !isDigit(code)) break;
         if ((values += 1) > MAX_JSON_VALUES) return { problem: { kind: 'too_many_values' } };
         const end = endOfNumber(text, position);
-        if (
-          problem === undefined &&
-          top?.numbers !== undefined &&
-          !isShortIntegerLiteral(text, position, end)
-        ) {
-          top.numbers.texts.set(top.current, text.slice(position, end));
+        if (!isShortIntegerLiteral(text, position, end)) {
+          if (top?.numbers === undefined) everyInexactNumberKept = false;
+          else if (problem === undefined) top.numbers.texts.set(top.current, text.slice(position, end));
         }
         position = end - 1;
         break;
@@ -281,5 +284,10 @@ export function scanJsonStructure(text: string): JsonStructure {
     }
   }
   if (problem !== undefined) return { problem };
-  return { problem, numberTexts: numberTexts.filter((object) => object.texts.size > 0), layout };
+  return {
+    problem,
+    numberTexts: numberTexts.filter((object) => object.texts.size > 0),
+    everyInexactNumberKept,
+    layout,
+  };
 }

@@ -37,7 +37,12 @@ const NEVER_ALLOWED_CIDRS: readonly [Address, number][] = [
 // its prefix and are judged by their own ranges.
 const IPV4_COMPATIBLE: [Address, number] = ipaddr.parseCIDR('::/96');
 // Reached only through a listed CIDR, never through a listed name alone.
-const LISTED_CIDR_ONLY_RANGES = new Set(['loopback', 'private', 'carrierGradeNat', 'uniqueLocal']);
+export const LISTED_CIDR_ONLY_RANGES: ReadonlySet<string> = new Set([
+  'loopback',
+  'private',
+  'carrierGradeNat',
+  'uniqueLocal',
+]);
 
 /** An IPv4-mapped IPv6 address as its IPv4 address; any other address as it is. */
 function unmapped(address: Address): Address {
@@ -119,6 +124,11 @@ export interface DestinationJudge {
    * it may, the refusal otherwise.
    */
   judge(protocol: string, hostname: string, address: Address): DestinationRefusal | undefined;
+  /**
+   * The refusal every address of this host name would get, when the lists alone decide it (no glob
+   * matches the name and no CIDR could hold its address); undefined when only a lookup can tell.
+   */
+  judgeName(protocol: string, hostname: string): DestinationRefusal | undefined;
 }
 
 export function compileDestinations(lists: DestinationLists): DestinationJudge {
@@ -135,5 +145,51 @@ export function compileDestinations(lists: DestinationLists): DestinationJudge {
       }
       return undefined;
     },
+    judgeName(protocol, hostname) {
+      if (allowed.cidrs.length === 0 && !listedHost(allowed, hostname)) return 'not_listed';
+      if (protocol === 'http:' && plainHttp.cidrs.length === 0 && !listedHost(plainHttp, hostname)) {
+        return 'http_not_allowed';
+      }
+      return undefined;
+    },
   };
+}
+
+// Never-allowed ranges that are one block each: an entry whose first and last addresses fall in the same
+// one lies wholly inside it. (The multi-block ranges, `reserved` and NAT64, are left to the judge.)
+const SINGLE_BLOCK_NEVER_ALLOWED = new Set([
+  'unspecified',
+  'broadcast',
+  'multicast',
+  'linkLocal',
+  'rfc6145',
+  '6to4',
+  'teredo',
+  'discard',
+  'deprecatedSiteLocal',
+]);
+const IPV4_MAPPED: [Address, number] = ipaddr.parseCIDR('::ffff:0:0/96');
+
+/** Why a list entry can never let an attempt through; undefined when it can (or is a host glob). */
+export function entryWithoutEffect(entry: string): 'never_allowed' | 'ipv4_mapped' | undefined {
+  const parsed = parseDestinationEntry(entry);
+  if (parsed.kind === 'host') return undefined;
+  const [network, bits] = parsed.cidr;
+  // Addresses are judged unmapped, so a range written in the IPv4-mapped form never matches one (a bare
+  // mapped address is read as its IPv4 address, as the judge reads it).
+  if (network.kind() === 'ipv6' && inCidr(network, IPV4_MAPPED)) return 'ipv4_mapped';
+  const cidr = `${network.toString()}/${bits}`;
+  const family = network.kind() === 'ipv4' ? ipaddr.IPv4 : ipaddr.IPv6;
+  const first = family.networkAddressFromCIDR(cidr);
+  const last = family.broadcastAddressFromCIDR(cidr);
+  const whole =
+    (first.toString() === last.toString() && isNeverAllowed(first)) ||
+    NEVER_ALLOWED_CIDRS.some(
+      ([range, rangeBits]) => bits >= rangeBits && inCidr(first, [range, rangeBits]),
+    ) ||
+    (isNeverAllowed(first) &&
+      isNeverAllowed(last) &&
+      first.range() === last.range() &&
+      SINGLE_BLOCK_NEVER_ALLOWED.has(first.range()));
+  return whole ? 'never_allowed' : undefined;
 }

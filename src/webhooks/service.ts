@@ -7,6 +7,7 @@ import { formatPath } from '../config/problems.ts';
 import type { GatewayConfig, TenantConfig } from '../config/schema.ts';
 import type { JobEnd } from '../jobs/job-ends.ts';
 import type { Delivery, DeliveryView, WebhookEvent } from './delivery.ts';
+import { webhookDestinationWarnings } from './destination-warnings.ts';
 import { compileDestinations } from './destinations.ts';
 import { createWebhookMetrics } from './metrics.ts';
 import type { DeliveryQueue, OpenDeliveryQueue } from './queue/delivery-queue.ts';
@@ -89,6 +90,13 @@ export async function openWebhookService(options: WebhookServiceOptions): Promis
     ...(options.logger === undefined ? {} : { logger: options.logger }),
   };
   let signers: WebhookSigners = await openWebhookSecrets(secretsOf(options.tenants), secretOptions);
+  // The warnings check-config prints, logged at start and on every reload.
+  const warnAboutDestinations = (next: readonly TenantConfig[]) => {
+    for (const warning of webhookDestinationWarnings({ webhooks, tenants: next })) {
+      options.logger?.warn({ path: warning.path, warning: warning.message }, 'webhook destination warning');
+    }
+  };
+  warnAboutDestinations(options.tenants);
   const shutdown = new AbortController();
   // Read at scrape time only, once the queue below is open.
   const tenantsWithWebhooks = () =>
@@ -142,6 +150,7 @@ export async function openWebhookService(options: WebhookServiceOptions): Promis
       signers = nextSigners;
       tenants = new Map(next.map((tenant) => [tenant.id, tenant]));
       metrics.startTenantsAtZero(next);
+      warnAboutDestinations(next);
     },
     async close() {
       // Attempts in flight end now and count as failed: they are retried, here or by another replica.

@@ -1,8 +1,9 @@
-// The admin port shares the event loop with tenants, so it is bounded (contract section 9): a request
+// The admin port shares the event loop with tenants, so it is bounded (docs/deploy.md#memory-and-connection-bounds): a request
 // trickled to it is cut within about a second of its 5 s bound, it holds at most admin.maxConnections
 // connections, and /metrics is rendered at most once a second however many scrape it.
 import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
+import { promisify } from 'node:util';
 import pino from 'pino';
 import { afterEach, expect, test } from 'vitest';
 import { buildAdminApp } from '../../src/admin/app.ts';
@@ -84,3 +85,28 @@ test('beyond admin.maxConnections new connections are closed at once and counted
   expect(held.every((socket) => !socket.destroyed)).toBe(true);
   for (const socket of held) socket.destroy();
 });
+
+// Regression: the scrapes a flood left waiting for their turn held every window after their clients had
+// gone (2 a tenth of a second), so for seconds a real scraper waited behind them, and the fault suite's
+// second flood got no answer at all.
+test('a scrape whose client went away while it waited gives up its place in the pace', async () => {
+  const { admin, port } = await startAdmin();
+  const gone = Array.from({ length: 60 }, () => open(port));
+  let answered = 0;
+  for (const socket of gone) {
+    socket.write('GET /metrics HTTP/1.1\r\nHost: admin\r\n\r\n');
+    socket.once('data', () => (answered += 1));
+  }
+  // The first window's scrapes are answered: the others have arrived and wait (2 a window, so 29 more
+  // windows, about 3 s, if they kept their places).
+  await waitFor('the first window answered', () => answered >= 2);
+  const openConnections = promisify(admin.server.getConnections.bind(admin.server));
+  await waitFor('every connection accepted', async () => (await openConnections()) === gone.length);
+  for (const socket of gone) socket.destroy();
+  await waitFor('their connections closed', async () => (await openConnections()) === 0);
+  const startedAt = performance.now();
+  const response = await fetch(`http://127.0.0.1:${port}/metrics`);
+  await response.text();
+  expect(response.status).toBe(200);
+  expect(performance.now() - startedAt).toBeLessThan(1_000);
+}, 20_000);

@@ -130,7 +130,7 @@ describe.each(['redis', 'memory'] as const)('admission on %s', (kind) => {
     expect(await admission.admit(owner, [], { requestId, intent: 'claim' })).toEqual({
       kind: 'decided',
       decision: undefined,
-      unreserved: false,
+      unreserved: undefined,
     });
     expect(await ownership.owns(requestId, owner)).toBe(true);
   });

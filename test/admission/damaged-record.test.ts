@@ -92,7 +92,7 @@ describe('on a single Redis', () => {
       const [damaged, sound, owned] = [randomUUID(), randomUUID(), randomUUID()];
       await DAMAGE[type]!(redis.client(), `${KEY_PREFIX}request:${damaged}`);
       expect(await store.admission.admit(tenant('owner'), [], { requestId: owned, intent: 'claim' })).toEqual(
-        { kind: 'decided', decision: undefined, unreserved: false },
+        { kind: 'decided', decision: undefined, unreserved: undefined },
       );
 
       // One turn, so one script call: the damaged id's create and read among other tenants' requests.

@@ -1,4 +1,4 @@
-// Contract sections 7 and 8 with a frozen Redis in fail-closed mode: creates refused with 503
+// docs/ownership.md#store-failures with a frozen Redis in fail-closed mode: creates refused with 503
 // store_unavailable leave no claim and no charge behind, even though their admission commands were
 // already on their way and ran (or could have run) once Redis resumed. Regression test for the 409
 // "still in progress or its outcome is unknown" answered to the same requestId after the recovery.

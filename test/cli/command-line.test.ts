@@ -1,4 +1,4 @@
-// The command line never shows a stack trace for a user's mistake (contract section 1): every command,
+// The command line never shows a stack trace for a user's mistake (README.md#configuration): every command,
 // the gateway's own included, answers --help on stdout and --version with exit 0, and an unknown option,
 // an option without its value, an unknown command or a bad environment value gets one line naming it and
 // exit 2. Each run is a real process: `node src/cli.ts` or `node src/main.ts` with the project's Node.js

@@ -98,7 +98,9 @@ tenants:
         keepAliveTimeoutMs: 72000,
         drainTimeoutMs: 30000,
         maxConnections: 10000,
+        listenBacklog: 4096,
         sendTimeoutMs: 30000,
+        maxBytesInFlight: 100663296,
         maxRequestsPerSocket: 1000,
         overload: {
           maxEventLoopDelayMs: 200,
@@ -106,6 +108,7 @@ tenants:
           retryAfterSeconds: 1,
           maxRssRatio: 0.85,
           maxRssBytes: 0,
+          maxQueueWaitMs: 250,
         },
         authenticationFailures: { limit: 20, windowSeconds: 60 },
       },
@@ -186,7 +189,7 @@ tenants:
     });
   });
 
-  it('refuses an empty document (contract section 2): empty, blank, comments only, or null', async () => {
+  it('refuses an empty document (docs/configuration.md#the-file-as-a-whole): empty, blank, comments only, or null', async () => {
     for (const text of ['', '  \n\n', '# everything is commented out\n# tenants: []\n', '~\n']) {
       expect(await problemsOf(text, {})).toEqual([{ path: '(root)', message: 'the configuration is empty' }]);
     }

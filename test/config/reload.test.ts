@@ -121,7 +121,7 @@ describe('watchConfig', () => {
     expect(await reloadCounts()).toEqual({ success: 0, error: 1 });
   });
 
-  it('refuses an emptied file (contract section 2): counted as a failed reload, the configuration kept', async () => {
+  it('refuses an emptied file (docs/configuration.md#reloading): counted as a failed reload, the configuration kept', async () => {
     const reloader = startWatching(NO_FILE_RELOADS);
     await writeFile(path, '');
     expect(await reloader.reload()).toBe('error');

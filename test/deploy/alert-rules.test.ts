@@ -1,4 +1,4 @@
-// The alert rules (contract section 11): promtool accepts the file and its unit tests pass, and every
+// The alert rules (docs/operations.md#alerts): promtool accepts the file and its unit tests pass, and every
 // alert carries what an operator paged at night needs: a summary, a description and a runbook link that
 // lands on its own section of docs/operations.md. Every alert reads one release's series only and
 // aggregates by (namespace, job): the repository's file by its default selector, and the PrometheusRule

@@ -491,7 +491,7 @@ describe("the chart ships the repository's alert rules and dashboards, made its 
   });
 });
 
-// Issue 23: a chart that composes (subchart, names), is locked down (network policy, OpenShift), exposes
+// docs/deploy.md: a chart that composes (subchart, names), is locked down (network policy, OpenShift), exposes
 // the gateway port only, tests itself, and reaches a Redis with TLS and a password from Secrets.
 const EXPOSED_VALUES = 'exposed-values.yaml';
 const OPENSHIFT_VALUES = 'openshift-values.yaml';

@@ -1,4 +1,4 @@
-// The container image (contract section 11): the real Dockerfile built with podman on a local stand-in
+// The container image (docs/deploy.md#the-container-image): the real Dockerfile built with podman on a local stand-in
 // for its base image (no registry can be pulled from here), inspected, and run the way the Helm chart
 // runs it: another non-root uid, a read-only root filesystem, no capabilities, no new privileges, a
 // tmpfs for /tmp, the configuration mounted at its fixed path. Then published as an operator would: the

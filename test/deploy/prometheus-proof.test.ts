@@ -1,4 +1,4 @@
-// The dashboards and the alert rules against a real Prometheus (contract sections 1 and 11): Debian's
+// The dashboards and the alert rules against a real Prometheus (docs/operations.md#how-the-dashboards-are-proven-without-grafana): Debian's
 // prometheus scrapes a real gengate process (its built-in simulator upstream, a Redis of its own) every
 // second with gengate.rules.yaml loaded, labelled with a namespace as Kubernetes service discovery does,
 // while two tenants, one under an enforce policy and one under a shadow policy, produce every kind of

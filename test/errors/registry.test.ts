@@ -113,6 +113,9 @@ const SAMPLES: { [Name in ErrorName]: [message: string, ...args: ErrorArguments<
   ownership_store_unavailable: ['the request ownership store is unavailable; retry shortly'],
   usage_store_unavailable: ['usage is unavailable while the store is; retry shortly'],
   replica_overloaded: ['this gateway replica is overloaded; retry shortly'],
+  bytes_in_flight_full: [
+    'this gateway replica holds as many requests and answers in memory as it may; retry shortly',
+  ],
   upstream_queue_full: [
     'this gateway replica has too many requests waiting for the generation service; retry shortly',
   ],

@@ -1,4 +1,4 @@
-// Contract sections 7 and 8 under load: Redis killed and restarted, blocked by DEBUG SLEEP and frozen by
+// docs/reliability.md#redis-killed-blocked-frozen under load: Redis killed and restarted, blocked by DEBUG SLEEP and frozen by
 // SIGSTOP while two replicas serve 300 creates a second, in fail-open and fail-closed modes. Every answer
 // is a correct 200 or a clean 503 store_unavailable, none waits past the store timeout plus a margin,
 // limits count exactly again one window after recovery, and the ids sent during the outage are neither

@@ -1,5 +1,5 @@
-// Contract section 9 under load: each upstream fault, played while two replicas take 200 creates a second,
-// gets the contract's answer (504 upstream_timeout, 502 upstream_unavailable, the upstream's own error
+// docs/reliability.md#upstream-faults under load: each upstream fault, played while two replicas take 200 creates a second,
+// gets its documented answer (504 upstream_timeout, 502 upstream_unavailable, the upstream's own error
 // body, 429 upstream_rate_limited with its Retry-After) and nothing else; afterwards no request is left in
 // flight and the replicas' file descriptors and memory are back where they were.
 import type { Server } from 'node:net';
@@ -27,6 +27,10 @@ const MARGIN_MS = 400;
 // A few requests only, one at a time: each moves the whole cap (64 MiB by default, src/upstream/client.ts)
 // over loopback, which must fit in the upstream timeout.
 const OVERSIZED_REQUESTS = 4;
+// The cap on an upstream answer: the oversized ones are cut at it, far below the bytes a replica holds for
+// exchanges at once (server.maxBytesInFlight, 96 MiB), which cut-off answers that overlap on a slow machine
+// would otherwise reach first (503 overloaded, tested in test/faults/memory.test.ts).
+const MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
 const OVERSIZED_PER_SECOND = 2;
 // Descriptors beyond the baseline and the upstream's idle connections: a replica's own files and timers.
 const SPARE_DESCRIPTORS = 16;
@@ -96,7 +100,7 @@ async function startWarmFleet(options: { upstream?: FaultyUpstream; upstreamTime
   const fleet = await startFleet(2, {
     ...(options.upstream === undefined ? {} : { upstreamUrl: options.upstream.url }),
     store: `{ kind: redis, redis: { url: "${redis.url}" } }`,
-    upstreamOptions: `timeoutMs: ${options.upstreamTimeoutMs}`,
+    upstreamOptions: `timeoutMs: ${options.upstreamTimeoutMs}, maxResponseBytes: ${MAX_RESPONSE_BYTES}`,
   });
   await warmUp(fleet);
   const upstreamConnections = connectionsOf(options.upstream?.server ?? fleet.simulator.app.server);

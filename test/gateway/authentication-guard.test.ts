@@ -1,4 +1,4 @@
-// The per-address guard on failed authentication (issue 6, item 7): past too many wrong keys from one
+// The per-address guard on failed authentication (docs/security.md#in-authentication): past too many wrong keys from one
 // address, its wrong keys get 429 with Retry-After until the window ends; valid keys still pass, so one
 // bad client behind a shared address cannot lock the other tenants out.
 import { afterAll, beforeAll, expect, test } from 'vitest';

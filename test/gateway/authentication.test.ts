@@ -1,4 +1,4 @@
-// Contract section 4: who may call, and what every refusal looks like. A refused caller never reaches
+// Authentication (docs/security.md#in-authentication): who may call, and what every refusal looks like. A refused caller never reaches
 // the upstream, and no log line ever carries a key or a token.
 import { describe, expect, test } from 'vitest';
 import { useGatewayHarness, UPSTREAM_TOKENS } from '../support/gateway-harness.ts';

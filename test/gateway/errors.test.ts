@@ -1,4 +1,4 @@
-// Contract section 9: failures the gateway produces itself, and the upstream's transport failures,
+// Errors (docs/security.md#what-gengate-refuses-and-how, docs/operations.md#clients-get-502-or-504): failures the gateway produces itself, and the upstream's transport failures,
 // all in the service's envelope. A request refused here never reaches the upstream.
 import { afterEach, describe, expect, test } from 'vitest';
 import { startGatewayHarness, useGatewayHarness } from '../support/gateway-harness.ts';

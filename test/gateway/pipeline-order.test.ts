@@ -33,7 +33,7 @@ const APP_WIDE_ON_REQUEST = ['createRequestState', 'shedWhenOverloaded', 'enterI
 test('a create meets every step in the documented order', () => {
   expect(hooksOf('/v1/images/generations (POST)')).toEqual({
     onRequest: [...APP_WIDE_ON_REQUEST, 'admitRequestTarget', 'authenticate'],
-    preParsing: ['continueWhenAllowed'],
+    preParsing: ['holdRequestBody', 'continueWhenAllowed'],
     preValidation: ['validateRequestBody'],
     preHandler: ['enforcePolicy', 'admit'],
     onSend: [

@@ -1,4 +1,4 @@
-// Contract section 3: only the seven routes exist. Every other spelling of a path, however close to a
+// The route allowlist (docs/security.md#at-the-http-edge): only the routes of the table exist. Every other spelling of a path, however close to a
 // real one, is refused before authentication matters and before anything reaches the upstream.
 import { randomUUID } from 'node:crypto';
 import { describe, expect, test } from 'vitest';

@@ -1,4 +1,4 @@
-// Contract section 5 against a hostile client: bodies built to be slow (deep, wide, long, huge
+// docs/validation.md#the-cost-of-judging-a-body against a hostile client: bodies built to be slow (deep, wide, long, huge
 // numbers), bodies in other encodings, and bodies that could be read two ways. Each gets its exact
 // answer through a real listening gateway, a refused one reaches nothing upstream, an accepted one
 // reaches it byte for byte, and the gateway keeps serving everyone else.

@@ -1,4 +1,4 @@
-// Contract sections 5 and 9 at the HTTP edge: a body over `server.bodyLimitBytes` is refused with 413
+// docs/validation.md#transport at the HTTP edge: a body over `server.bodyLimitBytes` is refused with 413
 // as soon as the gateway can tell (from Content-Length, before any of the body is read, or mid-stream
 // for a chunked upload), and a body that is not JSON with 415; each answer is the whole envelope with an
 // X-Request-Id, nothing reaches the upstream, and the gateway goes on serving.

@@ -1,4 +1,4 @@
-// Contract section 7 against a tenant that tries another tenant's generation id in every spelling it can
+// docs/security.md#across-tenants against a tenant that tries another tenant's generation id in every spelling it can
 // think of: reads and cancels get 404 (request_not_found for a UUID in any letter case, route_not_found
 // for anything that is not one), a create with it gets 409, and nothing reaches the upstream. The owner
 // still reads its own generation afterwards, in any letter case.

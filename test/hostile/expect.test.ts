@@ -1,4 +1,4 @@
-// `Expect` (issue 25): 100 Continue only once the request is allowed as far as its head, key, route,
+// `Expect` (docs/security.md#what-gengate-trusts): 100 Continue only once the request is allowed as far as its head, key, route,
 // policy for the route, media type and declared size can tell; otherwise the refusal comes first and the
 // body is never asked for. Any other expectation: 417 in the envelope, with X-Request-Id, logged and
 // counted. Through raw sockets, since fetch neither sends Expect nor shows a 100.

@@ -1,4 +1,4 @@
-// Contract section 9 (RFC 9112 sections 6.1 and 6.3): a message whose framing could be read two ways is
+// docs/security.md#the-http-edge-in-detail (RFC 9112 sections 6.1 and 6.3): a message whose framing could be read two ways is
 // answered 400 in the envelope, its connection is closed, and nothing after it on that connection is
 // served: every case is followed, in the same write, by a sound create that would reach the upstream if
 // it were. Some refusals are Node's parser's (src/errors/client-error.ts answers them), the rest the

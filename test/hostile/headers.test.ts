@@ -1,4 +1,4 @@
-// Header fields a hostile client repeats or inflates (contract sections 4 and 9). Node keeps the first of
+// Header fields a hostile client repeats or inflates (docs/security.md#the-http-edge-in-detail). Node keeps the first of
 // several Authorization, Content-Type or Host fields and drops the others, where a proxy in front may
 // keep another: the gateway refuses them instead (src/gateway/request-head.ts). Oversized and numerous
 // fields are refused by Node's parser with 431, answered in the envelope.

@@ -1,4 +1,4 @@
-// Contract sections 3 and 9: a known path with any other method is 405 with `Allow`, whoever decides it:
+// docs/security.md#at-the-http-edge: a known path with any other method is 405 with `Allow`, whoever decides it:
 // Fastify's 404 handler for methods Node knows (TRACE, PROPFIND...), the client-error handler for tokens
 // Node's parser refuses before any request exists (FOO, `get` in lower case), the 'connect' listener for
 // CONNECT. Any other target stays 404 route_not_found. Nothing is ever forwarded.

@@ -1,4 +1,4 @@
-// Contract section 5: every number reaches the upstream with the exact text the client wrote, whether
+// docs/validation.md#exact-numbers: every number reaches the upstream with the exact text the client wrote, whether
 // or not the policy rewrote the body, and every integer type and range is judged on the exact decimal
 // value. Through a real listening gateway; the simulator records what the upstream received.
 import { describe, expect, test } from 'vitest';

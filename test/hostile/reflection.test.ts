@@ -1,4 +1,4 @@
-// What an error echoes of the request is bounded and inert (issue 25): a name the client invented is cut
+// What an error echoes of the request is bounded and inert (docs/security.md#in-what-is-echoed): a name the client invented is cut
 // short and named once per answer, never counted under a schema field's metric label whatever it is
 // called, and the admin port's errors echo nothing.
 import pino from 'pino';

@@ -1,4 +1,4 @@
-// Contract section 9: a client that sends its request slower than `server.requestTimeoutMs` is cut off
+// docs/configuration.md#the-http-edge-timeouts-and-limits: a client that sends its request slower than `server.requestTimeoutMs` is cut off
 // within about a second of that bound (src/gateway/server-options.ts: Node looks for late requests every
 // 500 ms instead of every 30 s), with 408 in the envelope; and while hundreds of such connections hang on,
 // other clients are served as promptly as before.

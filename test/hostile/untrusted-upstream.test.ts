@@ -1,4 +1,4 @@
-// Nothing crosses a tenant boundary on the upstream's word (issue 25): a real upstream that lies (test/
+// Nothing crosses a tenant boundary on the upstream's word (docs/security.md#what-gengate-trusts): a real upstream that lies (test/
 // support/misbehaving-upstream.ts, in front of the simulator) answers HTML, another job's record, cache
 // directives and validators, absurd Retry-After values and refusals of gengate's own credential; every
 // answer the tenant gets is private whatever the upstream said about caching.

@@ -1,21 +1,15 @@
-// Contract section 12 through the real interfaces: three gateway processes share one Redis and one
+// Budgets and jobs in flight (docs/budgets.md) through the real interfaces: three gateway processes share one Redis and one
 // simulator. Budgets and caps on jobs in flight hold exactly across them, every create the upstream accepts
 // is followed to its end by the trackers (no client polls), refunds make room at once, and a SIGKILLed
 // replica's leased jobs are still settled exactly once.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { SimulatorServer } from '../../src/simulator/server.ts';
-import {
-  startGatewayProcess,
-  startSharedTokenSimulator,
-  writeTempConfig,
-  type GatewayProcess,
-} from '../support/gateway-process.ts';
+import type { GatewayProcess } from '../support/gateway-process.ts';
+import { createOn, IMAGE_PRICE_USD, startJobReplicas, type JobReplicas } from '../support/job-replicas.ts';
 import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
 import { CANARY_UPSTREAM_TOKENS, canaryTenantKey } from '../support/secret-canary.ts';
 import { waitFor } from '../support/wait-for.ts';
 
-const TOKEN = CANARY_UPSTREAM_TOKENS.shared;
-const PRICE_USD = 0.01;
 const BUDGET_CREATES = 50;
 const PARALLEL_CREATES = 200;
 // Generous: three processes on a loaded two-core machine.
@@ -26,72 +20,49 @@ const KEYS = {
   slots: canaryTenantKey(),
   kill: canaryTenantKey(),
   fails: canaryTenantKey(),
+  cancels: canaryTenantKey(),
   'cap-a': canaryTenantKey(),
   'cap-b': canaryTenantKey(),
 };
 
 let redis: RedisServer;
+let fleet: JobReplicas;
 let simulator: SimulatorServer;
-let replicas: GatewayProcess[] = [];
-
-function tenantYaml(id: keyof typeof KEYS, extra: string): string {
-  const { sha256, prefix } = KEYS[id];
-  return [
-    `  - id: ${id}`,
-    '    credential: shared',
-    `    keys: [{ sha256: "${sha256}", prefix: "${prefix}" }]`,
-    `    ${extra}`,
-  ].join('\n');
-}
+let replicas: GatewayProcess[];
 
 beforeAll(async () => {
   redis = await startRedisServer();
-  // Every image sample costs exactly the configured price unless a fault says otherwise.
-  simulator = await startSharedTokenSimulator({
-    queuedMs: 0,
-    processingMs: 0,
-    requestsPerMinute: 1_000_000,
-    maxQueued: 1_000,
-    imageUsdPerSample: PRICE_USD,
+  const tenant = (id: keyof typeof KEYS, ...members: string[]) => ({ id, key: KEYS[id], members });
+  fleet = await startJobReplicas({
+    replicas: 3,
+    store: `{ kind: redis, redis: { url: "${redis.url}", commandTimeoutMs: 2000 } }`,
+    credentials: 'shared: { env: SHARED_TOKEN }, capped: { env: SHARED_TOKEN, maxJobsInFlight: 4 }',
+    tenants: [
+      tenant('exact', `budget: { monthlyUsd: ${BUDGET_CREATES * IMAGE_PRICE_USD} }`),
+      tenant('refunds', 'budget: { monthlyUsd: 0.1, dailyUsd: 0.5 }'),
+      tenant('slots', 'jobs: { maxInFlight: 3 }'),
+      tenant('kill', 'budget: { monthlyUsd: 1 }'),
+      tenant('fails', 'budget: { monthlyUsd: 0.02 }'),
+      tenant('cancels', 'budget: { monthlyUsd: 0.062 }'),
+      { ...tenant('cap-a', 'account: gateway'), credential: 'capped' },
+      { ...tenant('cap-b', 'account: gateway'), credential: 'capped' },
+    ],
   });
-  const configPath = await writeTempConfig(
-    [
-      // Load shedding off: this machine's load is not what the test is about.
-      'server: { host: 127.0.0.1, port: 0, overload: { maxEventLoopDelayMs: 0, maxHeapUsedRatio: 1 } }',
-      'admin: { host: 127.0.0.1, port: 0 }',
-      `upstream: { baseUrl: "${simulator.url}", credentials: { shared: { env: SHARED_TOKEN }, capped: { env: SHARED_TOKEN, maxJobsInFlight: 4 } } }`,
-      `store: { kind: redis, redis: { url: "${redis.url}", commandTimeoutMs: 2000 } }`,
-      `pricing: { images: [{ model: "*", usdPerSample: ${PRICE_USD} }] }`,
-      'jobs: { leaseMs: 1500, firstPollMs: 50, maxPollIntervalMs: 200, maxPollsPerSecondPerCredential: 200 }',
-      'tenants:',
-      tenantYaml('exact', `budget: { monthlyUsd: ${BUDGET_CREATES * PRICE_USD} }`),
-      tenantYaml('refunds', 'budget: { monthlyUsd: 0.1, dailyUsd: 0.5 }'),
-      tenantYaml('slots', 'jobs: { maxInFlight: 3 }'),
-      tenantYaml('kill', 'budget: { monthlyUsd: 1 }'),
-      tenantYaml('fails', 'budget: { monthlyUsd: 0.02 }'),
-      tenantYaml('cap-a', 'account: gateway').replace('credential: shared', 'credential: capped'),
-      tenantYaml('cap-b', 'account: gateway').replace('credential: shared', 'credential: capped'),
-      '',
-    ].join('\n'),
-  );
-  replicas = await Promise.all([0, 1, 2].map(() => startGatewayProcess(configPath, { SHARED_TOKEN: TOKEN })));
+  ({ simulator, replicas } = fleet);
 }, 60_000);
 
 afterAll(async () => {
-  for (const replica of replicas) {
-    replica.signal('SIGTERM');
-    await replica.exited;
-  }
-  await simulator.close();
+  await fleet.stop();
   await redis.stop();
 });
 
-function create(replica: GatewayProcess, tenant: keyof typeof KEYS, route = 'images', body = '{}') {
-  return fetch(`${replica.gatewayUrl}/v1/${route}/generations`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${KEYS[tenant].key}`, 'content-type': 'application/json' },
-    body,
-  });
+function create(
+  replica: GatewayProcess,
+  tenant: keyof typeof KEYS,
+  route: 'images' | 'videos' = 'images',
+  body = '{}',
+) {
+  return createOn(replica, KEYS[tenant].key, route, body);
 }
 
 async function usageOf(tenant: keyof typeof KEYS, replica = replicas[0]!) {
@@ -118,7 +89,12 @@ interface UsageData {
 const forwardedCreates = () =>
   simulator.received.filter((entry) => entry.method === 'POST' && entry.url.startsWith('/v1/')).length;
 
-async function createsInParallel(count: number, tenant: keyof typeof KEYS, route = 'images', body = '{}') {
+async function createsInParallel(
+  count: number,
+  tenant: keyof typeof KEYS,
+  route: 'images' | 'videos' = 'images',
+  body = '{}',
+) {
   return Promise.all(
     Array.from({ length: count }, async (_, index) => {
       const response = await create(replicas[index % replicas.length]!, tenant, route, body);
@@ -217,22 +193,63 @@ describe('settlement refunds', () => {
 });
 
 describe('failed jobs', () => {
+  /** The tenant's monthly budget once none of its jobs is in flight. */
+  async function monthlyOnceSettled(tenant: keyof typeof KEYS) {
+    await waitFor(
+      `${tenant}: every job settled`,
+      async () => (await usageOf(tenant)).jobsInFlight === 0,
+      SETTLED_TIMEOUT_MS,
+    );
+    return (await usageOf(tenant)).budget.monthly;
+  }
+
   test('are refunded in full: the budget admits as many again', async () => {
     await setFault({ failJob: true, times: 2 });
     const first = await createsInParallel(5, 'fails');
     expect(first.filter((answer) => answer.status === 200)).toHaveLength(2);
-    await waitFor(
-      'both settled',
-      async () => (await usageOf('fails')).jobsInFlight === 0,
-      SETTLED_TIMEOUT_MS,
-    );
-    expect((await usageOf('fails')).budget.monthly).toMatchObject({
+    expect(await monthlyOnceSettled('fails')).toMatchObject({
       reservedUsd: 0,
       spentUsd: 0,
       remainingUsd: 0.02,
     });
     const again = await createsInParallel(5, 'fails');
     expect(again.filter((answer) => answer.status === 200)).toHaveLength(2);
+    // The two completed: spent in full. (Waited for here, so that no later test meets them in flight.)
+    expect(await monthlyOnceSettled('fails')).toMatchObject({
+      reservedUsd: 0,
+      spentUsd: 0.02,
+      remainingUsd: 0,
+    });
+  });
+});
+
+describe('cancelled jobs', () => {
+  test("a tenant's DELETE refunds the job in full: the budget admits as many again", async () => {
+    // Two videos of 5 s at the 480p price (0.031 each) spend the budget; they never end by themselves.
+    await setFault({ stallJob: true });
+    const first = await createsInParallel(3, 'cancels', 'videos', '{"duration": 5}');
+    expect(first.filter((answer) => answer.status === 200)).toHaveLength(2);
+    expect((await usageOf('cancels')).budget.monthly).toMatchObject({ reservedUsd: 0.062, remainingUsd: 0 });
+    for (const [index, answer] of first.filter(({ status }) => status === 200).entries()) {
+      const { data } = JSON.parse(answer.body) as { data: { requestId: string } };
+      const cancelled = await fetch(
+        `${replicas[index]!.gatewayUrl}/v1/videos/generations/${data.requestId}`,
+        {
+          method: 'DELETE',
+          headers: { authorization: `Bearer ${KEYS.cancels.key}` },
+        },
+      );
+      expect(cancelled.status).toBe(200);
+    }
+    await waitFor('both settled', async () => (await usageOf('cancels')).jobsInFlight === 0);
+    expect((await usageOf('cancels')).budget.monthly).toMatchObject({
+      reservedUsd: 0,
+      spentUsd: 0,
+      remainingUsd: 0.062,
+    });
+    const again = await createsInParallel(3, 'cancels', 'videos', '{"duration": 5}');
+    expect(again.filter((answer) => answer.status === 200)).toHaveLength(2);
+    await fetch(`${simulator.url}/__simulator/faults`, { method: 'DELETE' });
   });
 });
 
@@ -328,18 +345,19 @@ describe('a replica SIGKILLed with jobs leased', () => {
 
     // The simulator's own record of what the account was charged: every completed job of every tenant.
     const charged = await fetch(`${simulator.url}/v1/account/usage`, {
-      headers: { authorization: `Bearer ${TOKEN}` },
+      headers: { authorization: `Bearer ${CANARY_UPSTREAM_TOKENS.shared}` },
     });
     const { data } = (await charged.json()) as { data: { totalCost: number } };
     const spentByTenant = await Promise.all(
-      (['exact', 'refunds', 'fails', 'kill'] as const).map(
-        async (tenant) => (await usageOf(tenant, survivor)).budget.monthly!.spentUsd,
-      ),
+      (['exact', 'refunds', 'fails', 'kill'] as const).map(async (tenant) => {
+        const usage = await usageOf(tenant, survivor);
+        expect(usage.jobsInFlight, tenant).toBe(0);
+        return usage.budget.monthly!.spentUsd;
+      }),
     );
     expect(data.totalCost).toBeCloseTo(
       spentByTenant.reduce((sum, spent) => sum + spent, 0),
       9,
     );
-    replicas = replicas.slice(1);
   });
 });

@@ -180,6 +180,35 @@ test('on Redis, a create with budgets and both caps is still one script call', a
   }
 });
 
+test('on Redis, the jobs whose creates were answered in one turn are marked submitted in one script call', async () => {
+  const store = await open('redis');
+  const tenant = `turn-${randomUUID().slice(0, 8)}`;
+  try {
+    const checks = Array.from({ length: 5 }, claim);
+    for (const check of checks) {
+      await store.admission.admit(tenant, [], check, reservation({ monthlyMicroUsd: undefined }));
+    }
+    // One of them settled before its create's answer landed: not followed, and the others still are.
+    const [settledFirst, ...followed] = checks as [ReturnType<typeof claim>, ...ReturnType<typeof claim>[]];
+    await store.jobs.settle(
+      { requestId: settledFirst.requestId, tenantId: tenant, credential: 'shared' },
+      { outcome: 'refused' },
+    );
+    await store.jobs.submitted(randomUUID(), 0); // defines the script (EVAL); measured below: EVALSHA
+    const commands = await clientCommandsDuring(redis, async () => {
+      await Promise.all(checks.map((check) => store.jobs.submitted(check.requestId, 0)));
+    });
+    expect(commands.map((command) => [(command[0] ?? '').toLowerCase(), command[2]])).toEqual([
+      ['evalsha', '2'],
+    ]);
+    const leased = (await store.jobs.leaseDue(64, 30_000, 100)).map((job) => job.requestId);
+    expect(followed.every((check) => leased.includes(check.requestId))).toBe(true);
+    expect(leased).not.toContain(settledFirst.requestId);
+  } finally {
+    await store.close();
+  }
+});
+
 describe('a store that cannot answer', () => {
   async function openUnreachable(failMode: 'open' | 'closed'): Promise<GatewayStore> {
     return openStore(
@@ -196,7 +225,13 @@ describe('a store that cannot answer', () => {
     const store = await openUnreachable('open');
     try {
       const result = await store.admission.admit('open-tenant', LIMITS, claim(), reservation());
-      expect(result).toMatchObject({ kind: 'decided', decision: { outcome: 'admitted' }, unreserved: true });
+      // Sent to a store that never answered: it may have run (as far as the gateway can tell), so the
+      // job is adopted later only if the store has no record of it (adopt-unreserved.ts).
+      expect(result).toMatchObject({
+        kind: 'decided',
+        decision: { outcome: 'admitted' },
+        unreserved: 'maybe_taken',
+      });
     } finally {
       await store.close();
     }

@@ -1,5 +1,5 @@
 // Pricing and budgets in the configuration (docs/budgets.md): a budget needs a price for every create its
-// tenant can send, budgets and caps on jobs need a single Redis, and expected costs are exact micro-USD
+// tenant can send, budgets and caps on jobs hold on a Redis Cluster too, and expected costs are exact micro-USD
 // integers computed from the validated, policy-adjusted body.
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfigText, type ConfigProblem } from '../../src/config/load.ts';
@@ -52,19 +52,15 @@ ${tenant('budget: { dailyUsd: 1 }\n    policy: { models: { allow: ["vendor@fast-
     ]);
   });
 
-  it('refuses budgets and caps on jobs with a Redis Cluster', async () => {
-    expect(
-      await problemsOf(`upstream: { credentials: { shared: { env: MAXAI_TOKEN, maxJobsInFlight: 5 } } }
+  it('accepts budgets and caps on jobs with a Redis Cluster (the jobs share one hash tag)', async () => {
+    const config = await parseConfigText(
+      `upstream: { credentials: { shared: { env: MAXAI_TOKEN, maxJobsInFlight: 5 } } }
 store: { kind: redis, redis: { nodes: [{ host: 127.0.0.1, port: 7000 }] } }
 pricing: { images: [{ model: "*", usdPerSample: 0.01 }] }
-${tenant('budget: { monthlyUsd: 10 }\n    jobs: { maxInFlight: 2 }')}`),
-    ).toEqual(
-      ['tenants[0].budget', 'tenants[0].jobs', 'upstream.credentials.shared.maxJobsInFlight'].map((path) => ({
-        path,
-        message:
-          'needs a single Redis (store.redis.url): with store.redis.nodes (Redis Cluster) jobs are not followed',
-      })),
+${tenant('budget: { monthlyUsd: 10 }\n    jobs: { maxInFlight: 2 }')}`,
+      { env: ENV, baseDir: '/etc/gengate' },
     );
+    expect(config.tenants[0]).toMatchObject({ budget: { monthlyUsd: 10 }, jobs: { maxInFlight: 2 } });
   });
 });
 

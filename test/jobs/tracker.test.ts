@@ -2,16 +2,12 @@
 // trackers (two replicas' connections) together stay within the configured polls per second per
 // credential, measured at the simulator, and the upstream's 429 puts a job off by its Retry-After.
 import { randomUUID } from 'node:crypto';
-import pino from 'pino';
-import { Registry } from 'prom-client';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import type { JobsConfig } from '../../src/config/schema.ts';
-import { createSettleJob, type SettleJobDeps } from '../../src/jobs/settle.ts';
-import { createJobTracker, type JobTracker } from '../../src/jobs/tracker.ts';
-import { createMetrics } from '../../src/observability/metrics.ts';
+import type { JobTracker } from '../../src/jobs/tracker.ts';
 import { startSimulator, type SimulatorServer } from '../../src/simulator/server.ts';
 import type { GatewayStore } from '../../src/store/gateway-store.ts';
-import { openStore } from '../../src/store/open-store.ts';
+import { openJobStore, trackerOnStore } from './support/job-store.ts';
 import { createUpstreamClient, type UpstreamClient } from '../../src/upstream/client.ts';
 import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
 import { waitFor } from '../support/wait-for.ts';
@@ -34,48 +30,15 @@ interface Replica {
 }
 
 async function startReplica(simulator: SimulatorServer, config: JobsConfig): Promise<Replica> {
-  const store = await openStore(
-    {
-      kind: 'redis',
-      redis: {
-        url: redis.url,
-        keyPrefix: `t${config.maxPollsPerSecondPerCredential}:`,
-        commandTimeoutMs: 2_000,
-      },
-      failMode: 'open',
-      replicas: 1,
-      ownershipTtlSeconds: 3600,
-    },
-    {
-      logger: pino({ level: 'silent' }),
-      metrics: createMetrics(new Registry()),
-      jobs: {
-        answerWaitMs: 60_000,
-        leaseMs: config.leaseMs,
-        maxAgeMs: 86_400_000,
-        credentials: () => ['shared'],
-        budgets: false,
-      },
-    },
-  );
-  const upstream = createUpstreamClient({ baseUrl: simulator.url, timeoutMs: 5_000 });
-  const tell: SettleJobDeps = {
-    jobs: store.jobs,
-    jobEnds: store.jobEnds,
-    onSettled: () => undefined,
-    onTellFailed: () => undefined,
-  };
-  const tracker = createJobTracker({
-    jobs: store.jobs,
-    settleJob: createSettleJob(tell),
-    tell,
-    upstream,
-    credentials: { get: () => TOKEN },
-    config: () => config,
-    onPoll: () => undefined,
-    onBacklog: () => undefined,
-    onError: () => undefined,
+  const store = await openJobStore({
+    redisUrl: redis.url,
+    keyPrefix: `t${config.maxPollsPerSecondPerCredential}:`,
+    failMode: 'open',
+    commandTimeoutMs: 2_000,
+    leaseMs: config.leaseMs,
   });
+  const upstream = createUpstreamClient({ baseUrl: simulator.url, timeoutMs: 5_000 });
+  const tracker = trackerOnStore(store, { upstream, token: TOKEN, config });
   return { store, upstream, tracker };
 }
 

@@ -1,4 +1,4 @@
-// The exact judgement of numbers (contract section 5) against exact arithmetic: every generated decimal
+// The exact judgement of numbers (docs/validation.md#exact-numbers) against exact arithmetic: every generated decimal
 // text is read both by parseExactDecimal and, in this test only, as a fraction of BigInts.
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';

@@ -1,4 +1,4 @@
-// Contract section 10: label values come only from configuration, the route table and fixed sets, never
+// docs/operations.md#metrics: label values come only from configuration, the route table and fixed sets, never
 // from request data. Hostile requests (odd paths, methods, ids, headers, bodies, label-injection strings)
 // go through a real gateway; then every label of every gengate_* series on GET /metrics must be a value
 // this file derives from those sources, and no canary the requests carried may appear anywhere.

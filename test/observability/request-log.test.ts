@@ -1,4 +1,4 @@
-// Contract section 10, logs, on a real gengate process at LOG_LEVEL=trace: one line per request with
+// Logs (docs/operations.md#logs) on a real gengate process at LOG_LEVEL=trace: one line per request with
 // reqId (the X-Request-Id) and generationId (one id follows a job from its create through every poll),
 // prompts only with logging.prompts: true, and no line at any level with a key, a token or the raw bytes
 // of a request, Fastify's own client-error lines included.

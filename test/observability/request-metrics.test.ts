@@ -1,4 +1,4 @@
-// The metrics every request updates (contract section 10), read the way Prometheus reads them: the admin
+// The metrics every request updates (docs/operations.md#metrics), read the way Prometheus reads them: the admin
 // server's GET /metrics. They are cell metrics (src/observability/cell-metrics.ts), so this holds their
 // exposition to the format prom-client's own classes give: one series per label set, histograms with
 // cumulative buckets, +Inf, _sum and _count.
@@ -208,8 +208,10 @@ describe('gengate_inflight_requests', () => {
 
   test('counts a request while it is served, and forgets it when its client goes away', async () => {
     expect(await inflight()).toBe(0);
-    // The upstream holds the next create, so the request is in flight until its client gives up.
-    harness.simulator.faults.set({ delayMs: 1_000, times: 1, match: { method: 'POST' } });
+    // The upstream holds the next create, so the request is in flight until its client gives up. Held
+    // well past the one second a scrape may be cached for (docs/operations.md, "Metrics and logs"): held
+    // for only a second, the request could come and go between two cached scrapes.
+    harness.simulator.faults.set({ delayMs: 4_000, times: 1, match: { method: 'POST' } });
     const client = new AbortController();
     const abandoned = fetch(`${harness.url}${IMAGES}`, {
       method: 'POST',

@@ -1,4 +1,4 @@
-// Contract section 9: past its load thresholds a replica answers new requests with a fast 503 overloaded
+// docs/reliability.md#overload: past its load thresholds a replica answers new requests with a fast 503 overloaded
 // and Retry-After, readiness and gengate_overloaded report it, nothing already admitted is dropped, and
 // it serves again by itself as soon as the load is gone.
 import pino from 'pino';
@@ -45,7 +45,7 @@ const series = (metrics: string, name: string) => metrics.split('\n').filter((li
 
 test('past the heap threshold: 503 overloaded with Retry-After, readiness down, metrics', async () => {
   harness = await startGatewayHarness({
-    overloadYaml: '{ maxHeapUsedRatio: 0.000001, retryAfterSeconds: 3 }',
+    overloadYaml: '{ maxHeapUsedRatio: 0.000001, retryAfterSeconds: 3, maxQueueWaitMs: 0 }',
   });
   const admin = adminOf(harness);
   try {
@@ -55,6 +55,8 @@ test('past the heap threshold: 503 overloaded with Retry-After, readiness down, 
       'gengate_load_shed_total{reason="heap"} 0',
       'gengate_load_shed_total{reason="upstream_queue"} 0',
       'gengate_load_shed_total{reason="rss"} 0',
+      'gengate_load_shed_total{reason="queue_wait"} 0',
+      'gengate_load_shed_total{reason="bytes_in_flight"} 0',
     ]);
     const gateway = harness;
     // Before the first load sample (250 ms) nothing is known to be over the threshold.
@@ -88,7 +90,7 @@ test('past the heap threshold: 503 overloaded with Retry-After, readiness down, 
 
 test('past the RSS bound (the container limit by default): 503 overloaded, readiness down', async () => {
   // One byte: any process is past it, as one holding unread answers far outside its heap would be.
-  harness = await startGatewayHarness({ overloadYaml: '{ maxRssBytes: 1 }' });
+  harness = await startGatewayHarness({ overloadYaml: '{ maxRssBytes: 1, maxQueueWaitMs: 0 }' });
   const gateway = harness;
   const admin = adminOf(gateway);
   try {
@@ -117,7 +119,7 @@ async function saturateEventLoop(durationMs: number): Promise<void> {
 }
 
 test('event-loop delay: new requests shed, the one in flight completes, and service resumes', async () => {
-  harness = await startGatewayHarness({ overloadYaml: '{ maxEventLoopDelayMs: 50 }' });
+  harness = await startGatewayHarness({ overloadYaml: '{ maxEventLoopDelayMs: 50, maxQueueWaitMs: 0 }' });
   const gateway = harness;
   const admin = adminOf(gateway);
   try {

@@ -1,4 +1,4 @@
-// The records of the answers that land in one turn of the event loop (src/store/redis/batch-per-turn.ts): on a
+// The records of the answers that land in one turn of the event loop (src/store/redis/send-per-turn.ts): on a
 // single Redis one script call writes them all, each with exactly the outcome it would have had alone,
 // and a failing call sends every one of them to the fail-open path; on a Cluster each record goes alone,
 // since one script may touch only one slot.

@@ -1,4 +1,4 @@
-// Contract section 7 after the IETF Idempotency-Key draft: a requestId names one submission. Its owner
+// docs/ownership.md#creates after the IETF Idempotency-Key draft: a requestId names one submission. Its owner
 // repeating it with the same body on the same route gets the replay; with another body (compared parsed,
 // before the policy, numbers by exact value) or on another route, 422 idempotency_key_reused, and nothing
 // is forwarded or charged. With the memory store and with Redis, whose record keeps the fingerprint.

@@ -4,10 +4,8 @@
 // attempt's record, never a claim made since.
 import { randomUUID } from 'node:crypto';
 import { expect, test } from 'vitest';
-import {
-  createRedisOwnershipStore,
-  undoClaim as undoClaimAttempt,
-} from '../../src/store/redis/ownership-store.ts';
+import { createRedisOwnershipStore } from '../../src/store/redis/ownership-store.ts';
+import { undoClaimScript } from '../../src/store/redis/scripts.ts';
 import { createStoreCalls } from '../../src/store/redis/store-calls.ts';
 import { createStoreBreaker } from '../../src/store/redis/circuit-breaker.ts';
 import { createStoreClock, microsOfTime } from '../../src/store/redis/store-clock.ts';
@@ -53,7 +51,7 @@ test("undoing an attempt removes its claim and refunds its charge, and leaves an
     logger: silent,
   });
   const undoClaim = (requestId: string, tenantId: string, record: string, limits: (typeof LIMIT)[]) =>
-    undoClaimAttempt(calls, { requestId, tenantId, record, limits });
+    calls.run(undoClaimScript, { requestId, tenantId, record, limits });
   const limitKey = 'gengate:{tenant:alpha}:limit:requests';
   const [undone, since] = [randomUUID(), randomUUID()];
   // Two charged claims, as the admission script leaves them: 2 units of 10 used.

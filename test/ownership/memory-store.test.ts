@@ -1,4 +1,4 @@
-// Contract section 7 with store.kind memory, through the gateway's HTTP surface: every create gets a
+// docs/ownership.md#creates with store.kind memory, through the gateway's HTTP surface: every create gets a
 // requestId, a repeat by its owner is replayed (not forwarded, not charged), and no tenant reaches another
 // tenant's request, even when both share one upstream credential.
 import { randomUUID } from 'node:crypto';

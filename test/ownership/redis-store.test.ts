@@ -1,4 +1,4 @@
-// Contract section 7 with store.kind redis: replicas sharing one Redis agree on who owns each request id,
+// docs/ownership.md#stores with store.kind redis: replicas sharing one Redis agree on who owns each request id,
 // every record expires, and a failing store is handled per failMode without ever letting a tenant reach
 // an id the gateway cannot tie to it.
 import { randomUUID } from 'node:crypto';

@@ -1,4 +1,4 @@
-// Contract section 6 through HTTP: the simulator's record is the witness of what a policy forwards.
+// Tenant policy (docs/policy.md) through HTTP: the simulator's record is the witness of what a policy forwards.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { startGatewayHarness, type GatewayHarness } from '../support/gateway-harness.ts';

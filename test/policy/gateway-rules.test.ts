@@ -1,4 +1,4 @@
-// Contract section 6 rule by rule through HTTP, in each mode: what the upstream received (the
+// docs/policy.md#the-rules rule by rule through HTTP, in each mode: what the upstream received (the
 // simulator's record) or the exact 403. A rejected request never reaches the upstream; shadow mode
 // forwards the body untouched whatever the rule would have done.
 import { randomUUID } from 'node:crypto';

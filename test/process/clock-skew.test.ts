@@ -1,4 +1,4 @@
-// Contract section 8: rate-limit headers come from the store's clock, never a replica's. Two gateway
+// docs/rate-limits.md#headers: rate-limit headers come from the store's clock, never a replica's. Two gateway
 // processes share one Redis; one runs with its clock an hour behind (test/support/shifted-clock.ts),
 // and both must describe the same limit the same way.
 import { afterAll, beforeAll, expect, test } from 'vitest';

@@ -1,4 +1,4 @@
-// Contract section 10, configuration identity, on the real process: gengate_config_info{hash} names the
+// Configuration identity (docs/deploy.md#changing-the-configuration), on the real process: gengate_config_info{hash} names the
 // tenant configuration a replica applies (the same for two replicas given the same tenants, whatever the
 // file's layout), and gengate_config_last_reload_success_timestamp_seconds and
 // gengate_config_last_reload_successful follow each reload. The reloads are the ones the chart's live mode

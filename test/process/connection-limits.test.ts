@@ -1,4 +1,4 @@
-// Contract section 9, bounded by construction: a gateway out of file descriptors (a low limit flooded
+// Bounded by construction (docs/deploy.md#memory-and-connection-bounds): a gateway out of file descriptors (a low limit flooded
 // with idle sockets that send nothing) survives, logs and counts it, and serves again once they go;
 // beyond server.maxConnections new connections are closed at once, counted, and the process serves the
 // connections it has. Against the real process (src/main.ts), its descriptor limit lowered with prlimit.
@@ -96,6 +96,10 @@ test('beyond server.maxConnections new connections are closed at once, counted, 
     expect(held.closed.size).toBe(0);
     for (const socket of held.sockets) socket.destroy();
     await waitFor('the gateway serving again', async () => (await keysStatus(gateway)) === 401);
+    // Log lines are written in batches (docs/operations.md, "Logs" under "Metrics and logs"): wait for the line, not for luck.
+    await waitFor('the warning logged', () =>
+      gateway.lines.some((line) => line.msg === 'connection limit reached; new connections closed'),
+    );
     expect(
       gateway.lines.find((line) => line.msg === 'connection limit reached; new connections closed'),
     ).toMatchObject({ level: 40, server: 'gateway', maxConnections: 20 });

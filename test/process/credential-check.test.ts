@@ -1,4 +1,4 @@
-// Issue 25: the upstream refusing gengate's own credential is the operator's problem, found before a
+// docs/operations.md#gengateupstreamcredentialrejected: the upstream refusing gengate's own credential is the operator's problem, found before a
 // tenant meets it. The real process checks every credential with the upstream at start-up and again
 // when a token file is rotated, logs the result, and marks a refused one on /metrics; an upstream that
 // cannot be reached leaves the question open and never stops start-up.

@@ -1,4 +1,4 @@
-// The demo of `npm start` (contract section 1, issue "Gateway core"): config/demo.yaml as shipped, run
+// The demo of `npm start` (README.md#quick-start): config/demo.yaml as shipped, run
 // as its own process, with the two demo tenants and their published keys walking all seven routes.
 // Only the ports (free ones, so the test can run beside anything) and the stage durations change.
 import { cp, mkdtemp, readFile, writeFile } from 'node:fs/promises';
@@ -30,7 +30,7 @@ beforeAll(async () => {
   await cp('config/demo-secrets', join(dir, 'demo-secrets'), { recursive: true });
   const simulatorPort = await freePort();
   const shipped = await readFile('config/demo.yaml', 'utf8');
-  // The demo's keys are public: it listens on loopback only (contract section 1).
+  // The demo's keys are public: it listens on loopback only (README.md#quick-start).
   expect(shipped).toContain('server: { host: 127.0.0.1, port: 8080 }');
   expect(shipped).toContain('admin: { host: 127.0.0.1, port: 9090 }');
   const demo = shipped

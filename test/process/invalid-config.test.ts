@@ -1,4 +1,4 @@
-// Contract section 2: an invalid file stops gengate at start with exit code 2 and every problem listed,
+// docs/configuration.md#the-file-as-a-whole: an invalid file stops gengate at start with exit code 2 and every problem listed,
 // the credential files among them, in one run.
 import { dirname, join } from 'node:path';
 import { expect, test } from 'vitest';

@@ -1,4 +1,4 @@
-// Contract section 10, the ways a gengate process ends, each against the real process: a second signal
+// The ways a gengate process ends (docs/deploy.md#running-the-process-without-kubernetes), each against the real process: a second signal
 // during the drain exits 1 at once; a drain past server.drainTimeoutMs cuts what is in flight, counts it
 // and exits 1; an uncaught exception or an unhandled rejection is logged, drains, and exits 1. Every way
 // out leaves a log line saying which it was. A close that hangs past the deadline's margin:

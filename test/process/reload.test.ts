@@ -1,4 +1,4 @@
-// Contract section 2: tenants reload without a restart, on SIGHUP or when the file changes; requests in
+// docs/configuration.md#reloading: tenants reload without a restart, on SIGHUP or when the file changes; requests in
 // flight never see a half-applied configuration; an invalid file is refused and the old one kept.
 import { writeFile } from 'node:fs/promises';
 import { afterAll, beforeAll, expect, test } from 'vitest';

@@ -1,4 +1,4 @@
-// Contract section 9, bounded by construction: a client that never reads its answer cannot pin it in
+// Bounded by construction (docs/deploy.md#memory-and-connection-bounds): a client that never reads its answer cannot pin it in
 // memory: once the answer is written, it must leave within server.sendTimeoutMs or the connection is cut
 // and counted (gengate_send_timeouts_total). Against the real process, with an upstream whose answer
 // (16 MiB) is far larger than what the sockets between them buffer.

@@ -1,4 +1,4 @@
-// Contract section 8 through the gateway's HTTP surface: the headers a tenant sees, refusals that
+// Rate limits (docs/rate-limits.md#headers) through the gateway's HTTP surface: the headers a tenant sees, refusals that
 // consume nothing, weighted costs, and replicas that share one Redis agreeing exactly.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startGatewayHarness, type GatewayHarness } from '../support/gateway-harness.ts';

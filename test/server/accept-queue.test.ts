@@ -6,7 +6,7 @@ import { once } from 'node:events';
 import { connect } from 'node:net';
 import { createInterface } from 'node:readline';
 import { expect, test } from 'vitest';
-import { connectionsAwaitingAccept } from '../../src/server/accept-queue.ts';
+import { acceptQueueReader } from '../../src/server/accept-queue.ts';
 import { waitFor } from '../support/wait-for.ts';
 
 const NEVER_ACCEPTS = [
@@ -22,12 +22,16 @@ test('counts the connections completed on a port that the listener has not accep
   const listener = spawn('python3', ['-c', NEVER_ACCEPTS], { stdio: ['ignore', 'pipe', 'inherit'] });
   try {
     const [line] = (await once(createInterface({ input: listener.stdout }), 'line')) as [string];
-    const port = Number(line);
-    expect(connectionsAwaitingAccept(port)).toBe(0);
-    const clients = [connect(port, '127.0.0.1'), connect(port, '127.0.0.1')];
-    await Promise.all(clients.map((client) => once(client, 'connect')));
-    await waitFor('both in the accept queue', () => connectionsAwaitingAccept(port) === 2);
-    for (const client of clients) client.destroy();
+    const queue = acceptQueueReader(Number(line), false);
+    try {
+      expect(queue.read()).toBe(0);
+      const clients = [connect(Number(line), '127.0.0.1'), connect(Number(line), '127.0.0.1')];
+      await Promise.all(clients.map((client) => once(client, 'connect')));
+      await waitFor('both in the accept queue', () => queue.read() === 2);
+      for (const client of clients) client.destroy();
+    } finally {
+      queue.close();
+    }
   } finally {
     listener.kill('SIGKILL');
   }

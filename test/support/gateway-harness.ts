@@ -65,6 +65,8 @@ export interface HarnessOptions {
   authFailureLimit?: number;
   /** `server.requestTimeoutMs`; the configuration's default when absent. */
   requestTimeoutMs?: number;
+  /** `server.maxBytesInFlight`; the configuration's default when absent. */
+  maxBytesInFlight?: number;
   /**
    * A server put between the gateway and the simulator (test/support/misbehaving-upstream.ts): started
    * with the simulator's URL, it is the gateway's upstream, and is closed with the harness.
@@ -94,8 +96,9 @@ server:
   port: 0
   bodyLimitBytes: ${options.bodyLimitBytes ?? 10485760}
   authenticationFailures: { limit: ${options.authFailureLimit ?? 1000}, windowSeconds: 60 }
-  overload: ${options.overloadYaml ?? '{ maxEventLoopDelayMs: 0, maxHeapUsedRatio: 1 }'}
+  overload: ${options.overloadYaml ?? '{ maxEventLoopDelayMs: 0, maxHeapUsedRatio: 1, maxQueueWaitMs: 0 }'}
 ${options.requestTimeoutMs === undefined ? '' : `  requestTimeoutMs: ${options.requestTimeoutMs}`}
+${options.maxBytesInFlight === undefined ? '' : `  maxBytesInFlight: ${options.maxBytesInFlight}`}
 upstream:
   baseUrl: ${inFront?.url ?? simulator.url}
   timeoutMs: ${options.upstreamTimeoutMs ?? 5000}
@@ -250,7 +253,7 @@ function checkEachUpstreamRequest(received: ReceivedRequest[]): () => void {
 
 /**
  * What the upstream should have received for a create the client sent without a requestId: the very
- * bytes sent, with the id the gateway assigned spliced in before the closing brace (contract section 7).
+ * bytes sent, with the id the gateway assigned spliced in before the closing brace (docs/ownership.md#creates).
  * A null requestId is replaced in place, with the spaces around it; a body that carried a requestId is
  * expected unchanged.
  */

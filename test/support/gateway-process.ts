@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { SimulatorOptions } from '../../src/simulator/app.ts';
 import { startSimulator, type SimulatorServer } from '../../src/simulator/server.ts';
+import { killedOnExit } from './killed-on-exit.ts';
 import { CANARY_UPSTREAM_TOKENS, searchProduced, streamSearch } from './secret-canary.ts';
 
 export interface GatewayProcess {
@@ -39,10 +40,12 @@ export async function startGatewayProcess(
   nodeArgs: string[] = [],
 ): Promise<GatewayProcess> {
   // process.execPath is the Node 24 that runs this test, not the system's.
-  const child = spawn(process.execPath, [...nodeArgs, 'src/main.ts', '--config', configPath], {
-    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'trace', ...env },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
+  const child = killedOnExit(
+    spawn(process.execPath, [...nodeArgs, 'src/main.ts', '--config', configPath], {
+      env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'trace', ...env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    }),
+  );
   const lines: Record<string, unknown>[] = [];
   const stderr: string[] = [];
   const exited = once(child, 'exit').then(([code]) => code as number | null);
@@ -107,22 +110,25 @@ export interface OneTenantConfig {
   server?: string;
   /** More members of the tenant, e.g. `policy: { … }` or `limits: [ … ]`. */
   tenantYaml?: string[];
+  /** `server.overload` (flow style) in place of load shedding off. */
+  overload?: string;
 }
 
 // Load shedding off: none of the tests on this configuration is about overload (test/overload/ is), and a
 // machine loaded by other suites must not answer 503 overloaded in place of what a test looks at.
-const NO_LOAD_SHEDDING = 'overload: { maxEventLoopDelayMs: 0, maxHeapUsedRatio: 1, maxRssRatio: 1 }';
+export const NO_LOAD_SHEDDING =
+  'overload: { maxEventLoopDelayMs: 0, maxHeapUsedRatio: 1, maxRssRatio: 1, maxQueueWaitMs: 0 }';
 
 /**
  * A configuration with one tenant, team-a, whose upstream credential `shared` comes from $SHARED_TOKEN,
- * load shedding off.
+ * load shedding off unless `overload` sets it.
  */
 export function oneTenantConfig(options: OneTenantConfig): string {
   const keys = options.keys.map((key) => `{ sha256: "${key.sha256}", prefix: "${key.prefix}" }`).join(', ');
   const server = [
     'host: 127.0.0.1',
     'port: 0',
-    NO_LOAD_SHEDDING,
+    options.overload === undefined ? NO_LOAD_SHEDDING : `overload: ${options.overload}`,
     ...(options.server === undefined ? [] : [options.server]),
   ];
   return [

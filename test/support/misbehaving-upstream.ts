@@ -1,15 +1,25 @@
 // An upstream that lies: a real HTTP server in front of the simulator that passes every exchange through
 // unchanged unless a twist is set, and then changes the simulator's answer the way a broken or hostile
 // upstream (or something between gengate and it) would: HTML in place of JSON, a record of another job,
-// cache directives and validators, an absurd Retry-After, a refused credential.
-import { once } from 'node:events';
+// cache directives and validators, an absurd Retry-After, a refused credential, a body that never ends.
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
+import { listenOnLoopback } from './free-port.ts';
 
 export interface UpstreamAnswer {
   status: number;
   headers: Record<string, string>;
   body: string;
+  /** Sends `body` and then this chunk again and again, for as long as the connection stays open. */
+  endlessChunk?: Buffer;
+}
+
+/** Writes `chunk` whenever the socket takes more, until the connection closes. */
+function writeForever(response: ServerResponse, chunk: Buffer): void {
+  const more = () => {
+    while (!response.destroyed && response.write(chunk));
+  };
+  response.on('drain', more);
+  more();
 }
 
 /** Turns the simulator's answer to `request` into the one sent to gengate. */
@@ -41,7 +51,6 @@ async function readBody(request: IncomingMessage): Promise<Buffer> {
 
 export async function startMisbehavingUpstream(simulatorUrl: string): Promise<MisbehavingUpstream> {
   let active: { twist: Twist; method?: string; pathPrefix?: string } | undefined;
-  const sockets = new Set<Socket>();
   const server = createServer((request: IncomingMessage, response: ServerResponse) => {
     void (async () => {
       const method = request.method ?? 'GET';
@@ -66,29 +75,21 @@ export async function startMisbehavingUpstream(simulatorUrl: string): Promise<Mi
         (twist.pathPrefix === undefined || url.startsWith(twist.pathPrefix));
       if (matches) answer = twist.twist(answer, { method, url });
       response.writeHead(answer.status, answer.headers);
-      response.end(answer.body);
+      if (answer.endlessChunk === undefined) response.end(answer.body);
+      else {
+        response.write(answer.body);
+        writeForever(response, answer.endlessChunk);
+      }
     })().catch((error: unknown) => {
       response.destroy(error instanceof Error ? error : new Error(String(error)));
     });
   });
-  server.on('connection', (socket: Socket) => {
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const address = server.address();
-  if (address === null || typeof address === 'string') throw new Error('no port assigned');
+  const { port, closeAll } = await listenOnLoopback(server);
   return {
-    url: `http://127.0.0.1:${address.port}`,
+    url: `http://127.0.0.1:${port}`,
     twist(twist, match = {}) {
       active = twist === undefined ? undefined : { twist, ...match };
     },
-    async close() {
-      const closed = once(server, 'close');
-      server.close();
-      for (const socket of sockets) socket.destroy();
-      await closed;
-    },
+    close: closeAll,
   };
 }

@@ -12,6 +12,7 @@ import {
   type RedisConnection,
 } from '../../src/store/redis/connection.ts';
 import { freePort } from './free-port.ts';
+import { killedOnExit } from './killed-on-exit.ts';
 import { waitFor } from './wait-for.ts';
 
 const STARTUP_TIMEOUT_MS = 10_000;
@@ -74,8 +75,25 @@ async function exited(child: ChildProcess): Promise<void> {
   await new Promise((resolve) => child.once('exit', resolve));
 }
 
+// Attempts at a first start: the port a test picked can be taken before redis-server binds it (or, for a
+// Cluster node, its bus port, the port + 10,000), and then redis-server exits at once.
+const START_ATTEMPTS = 5;
+const CLUSTER_BUS_PORT_OFFSET = 10_000;
+const HIGHEST_PORT = 65_535;
+
+class ExitedAtStart extends Error {}
+
+/** A free port, with its Cluster bus port in range too when `cluster`. */
+async function serverPort(cluster: boolean): Promise<number> {
+  for (;;) {
+    const port = await freePort();
+    if (!cluster || port + CLUSTER_BUS_PORT_OFFSET <= HIGHEST_PORT) return port;
+  }
+}
+
 export async function startRedisServer(extraArgs: string[] = []): Promise<RedisServer> {
-  const port = await freePort();
+  const cluster = extraArgs.includes('--cluster-enabled');
+  let port = await serverPort(cluster);
   const dir = await mkdtemp(join(tmpdir(), 'gengate-redis-'));
   const clients: Redis[] = [];
   let child: ChildProcess;
@@ -96,11 +114,23 @@ export async function startRedisServer(extraArgs: string[] = []): Promise<RedisS
       '--enable-debug-command',
       'local',
     ];
-    child = spawn('redis-server', [...args, ...extraArgs], { stdio: 'ignore' });
-    await waitFor(`redis-server on ${port}`, () => answersPing(port));
+    const started = killedOnExit(spawn('redis-server', [...args, ...extraArgs], { stdio: 'ignore' }));
+    child = started;
+    await waitFor(`redis-server on ${port}`, () => {
+      if (started.exitCode !== null) throw new ExitedAtStart(`redis-server on ${port} exited at start`);
+      return answersPing(port);
+    });
   }
 
-  await launch();
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      await launch();
+      break;
+    } catch (error) {
+      if (attempt === START_ATTEMPTS || !(error instanceof ExitedAtStart)) throw error;
+      port = await serverPort(cluster);
+    }
+  }
   return {
     url: `redis://127.0.0.1:${port}`,
     port,

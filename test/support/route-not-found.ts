@@ -1,4 +1,4 @@
-// The gateway's whole answer to a request target that is not in the route table (contract section 3),
+// The gateway's whole answer to a request target that is not in the route table (docs/security.md#at-the-http-edge),
 // whatever the method: the tests that probe the table from different sides expect this same body.
 export const ROUTE_NOT_FOUND = {
   status: 404,

@@ -1,4 +1,4 @@
-// The secret canary (contract sections 4 and 10: no key or token in a log line, a metric, an error body or a
+// The secret canary (docs/security.md#in-logs-and-metrics: no key or token in a log line, a metric, an error body or a
 // response header). The suites' tenant keys and upstream tokens carry a distinctive marker; whatever gengate
 // produces in a test (log lines at every level, process output, response heads and bodies, metrics, the
 // requests the upstream received) is searched for the markers as text and in the encodings a careless log

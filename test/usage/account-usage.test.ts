@@ -1,4 +1,4 @@
-// Contract section 7, account.usage for `account: gateway` tenants: the tenant's own usage as metered
+// docs/usage.md#get-v1accountusage: account.usage for `account: gateway` tenants: the tenant's own usage as metered
 // by the gateway, shared by every replica on one Redis, and each polled record's cost counted once.
 import { isDeepStrictEqual } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';

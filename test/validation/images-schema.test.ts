@@ -1,4 +1,4 @@
-// Contract section 5, images.create: every field of the upstream table at its bounds, with each wrong
+// docs/validation.md#the-schema-400-invalid_parameter--unknown_parameter, images.create: every field of the upstream table at its bounds, with each wrong
 // type, with null, and every enum value. A refused body never reaches the upstream; an accepted one
 // reaches it byte for byte.
 import { randomUUID } from 'node:crypto';

@@ -1,4 +1,4 @@
-// Contract section 5: one strict, lossless parse. Bodies the gateway and the upstream could read two
+// docs/validation.md#the-json-parse-400-invalid_json: one strict, lossless parse. Bodies the gateway and the upstream could read two
 // ways (duplicate names, odd encodings, prototype tricks) are refused with 400 invalid_json before
 // anything is forwarded; an accepted body reaches the upstream byte for byte.
 import { describe, expect, test } from 'vitest';

@@ -1,4 +1,4 @@
-// Contract section 5, transport rules: JSON in UTF-8 only, no compressed bodies, the body limit enforced
+// docs/validation.md#transport rules: JSON in UTF-8 only, no compressed bodies, the body limit enforced
 // before the whole body is read (by Content-Length and while streaming), and no body on GET or DELETE.
 // Every refusal is proven never to have reached the upstream.
 import { randomUUID } from 'node:crypto';

@@ -1,4 +1,4 @@
-// Contract section 5, videos.create: duration required and an integer, dimensions one of the published
+// docs/validation.md#the-schema-400-invalid_parameter--unknown_parameter, videos.create: duration required and an integer, dimensions one of the published
 // sizes, and the same requestId, model and seed rules as images. Refused bodies never reach the upstream.
 import { randomUUID } from 'node:crypto';
 import { describe, expect, test } from 'vitest';

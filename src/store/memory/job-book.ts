@@ -100,6 +100,8 @@ export function createMemoryJobBook(options: MemoryJobBookOptions): JobBook {
       due.set(id, at + options.answerWaitMs);
       return 'reserved';
     },
+    // Always answers: no create is admitted without its reservation.
+    adopt() {},
     async submitted(requestId, firstPollMs) {
       const id = canonicalRequestId(requestId);
       const job = records.get(id);

@@ -14,15 +14,20 @@ import type { RateLimitMetrics } from '../../ratelimit/metrics.ts';
 import type { LimitRequest, RateLimiter } from '../../ratelimit/types.ts';
 import type { JobBook } from '../../jobs/book.ts';
 import { refusalOfReply } from './job-book.ts';
-import { batchPerTurn } from './batch-per-turn.ts';
+import { batchPerTurn } from './send-per-turn.ts';
 import {
   NO_RECORD_REPLY,
   decodeRecord,
   pendingClaimRecord,
   refuseKeyWithoutRecord,
 } from './ownership-record.ts';
-import { undoClaim } from './ownership-store.ts';
-import { admitScript, decisionFromReply, scriptClockArg, type AdmissionCall } from './scripts.ts';
+import {
+  admitScript,
+  decisionFromReply,
+  scriptClockArg,
+  undoClaimScript,
+  type AdmissionCall,
+} from './scripts.ts';
 import type { StoreCalls } from './store-calls.ts';
 
 export interface RedisAdmissionOptions {
@@ -37,7 +42,8 @@ export interface RedisAdmissionOptions {
   scriptClockForTests?: () => number;
 }
 
-const NOT_ANSWERED = Symbol('not answered');
+const NOT_SENT = Symbol('not sent');
+const SENT_UNANSWERED = Symbol('sent, not answered');
 
 export function createRedisAdmission(calls: StoreCalls, options: RedisAdmissionOptions): Admission {
   const { breaker, clock } = calls;
@@ -82,22 +88,31 @@ export function createRedisAdmission(calls: StoreCalls, options: RedisAdmissionO
       const reply = await calls.attempt(
         'admission',
         async () => resultOf(await admitInStore(call), tenantId, limits),
-        (sent): typeof NOT_ANSWERED => {
+        (sent): typeof NOT_SENT | typeof SENT_UNANSWERED => {
           // The store may have claimed and charged, or may still: undone once it answers, which the
           // tripped breaker waits for. A read claims nothing, so nothing would tell whether its charge was
           // made in time (made late, the deadline voids it): it stays, one unit at most per read in flight
           // at the failure. A reservation it took is found by the tracker, which asks the upstream.
           if (sent && call.intent === 'claim') {
             calls.undos.add(() =>
-              undoClaim(calls, { requestId: call.requestId, tenantId, record: call.claimRecord, limits }),
+              calls.run(undoClaimScript, {
+                requestId: call.requestId,
+                tenantId,
+                record: call.claimRecord,
+                limits,
+              }),
             );
           }
-          return NOT_ANSWERED;
+          return sent ? SENT_UNANSWERED : NOT_SENT;
         },
       );
       // Not answered: the breaker is open now, so both steps use their fallbacks.
-      if (reply === NOT_ANSWERED || reply === undefined) {
-        return sequential.admit(tenantId, limits, requestId, reservation);
+      if (reply === NOT_SENT || reply === SENT_UNANSWERED || reply === undefined) {
+        const result = await sequential.admit(tenantId, limits, requestId, reservation);
+        // The script sent may have taken the reservation (adopt-unreserved.ts must not take it twice).
+        return result.kind === 'decided' && result.unreserved !== undefined && reply === SENT_UNANSWERED
+          ? { ...result, unreserved: 'maybe_taken' }
+          : result;
       }
       if (reply === KEY_WITHOUT_RECORD) {
         refuseKeyWithoutRecord(calls.logger, calls.connection, requestId.requestId);
@@ -132,7 +147,7 @@ function resultOf(
         kind: 'decided',
         // No limit applies: the script still ran for the reservation.
         decision: limits.length === 0 ? undefined : decisionFromReply(detail, limits),
-        unreserved: false,
+        unreserved: undefined,
       };
     case 'job':
       return { kind: 'job_refused', refusal: refusalOfReply(detail) };

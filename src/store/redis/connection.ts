@@ -4,34 +4,21 @@
 // reconnection happens in the background with a capped backoff.
 import { readFile } from 'node:fs/promises';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
-import { DEFAULT_REDIS_URL } from '../../config/schema.ts';
+import { DEFAULT_REDIS_URL, type GatewayConfig } from '../../config/schema.ts';
 
 export type RedisConnection = Redis | Cluster;
 
-export interface RedisNodeAddress {
-  host: string;
-  port: number;
-}
+type RedisConfig = GatewayConfig['store']['redis'];
 
-export interface RedisConnectionOptions {
-  /** A single Redis (`redis://` or `rediss://`); ignored when `nodes` is given. */
-  url?: string;
-  /** Seed nodes of a Redis Cluster. */
-  nodes?: RedisNodeAddress[];
+export interface RedisConnectionOptions extends Partial<Pick<RedisConfig, 'url' | 'nodes'>> {
   keyPrefix: string;
   commandTimeoutMs: number;
   /** TLS and authentication for the single Redis or every Cluster node: redisSecurityOptions() builds it. */
   security?: RedisSecurityOptions;
 }
 
-/** What the configuration says of TLS and authentication (store.redis). */
-export interface RedisSecurityConfig {
-  username?: string;
-  /** A file holding the password: a Kubernetes Secret mounted as a file keeps it out of the ConfigMap. */
-  passwordFile?: string;
-  /** TLS on (a rediss:// URL turns it on too); caFile: the CA certificates (PEM) of the server's. */
-  tls?: { caFile?: string; serverName?: string };
-}
+/** What the configuration says of TLS and authentication (store.redis); see docs/deploy.md#redis. */
+export type RedisSecurityConfig = Pick<RedisConfig, 'username' | 'passwordFile' | 'tls'>;
 
 export type RedisSecurityOptions = Pick<RedisOptions, 'username' | 'password' | 'tls'>;
 
@@ -161,13 +148,6 @@ async function untilReady(connection: RedisConnection): Promise<void> {
   await ready;
 }
 
-class StoreTimeoutError extends Error {
-  constructor(timeoutMs: number) {
-    super(`store did not answer within ${timeoutMs} ms`);
-    this.name = 'StoreTimeoutError';
-  }
-}
-
 /**
  * What bounds a command's wait on `connection`. On a single Redis, ioredis's commandTimeout does (no
  * offline queue, no retries: a command fails at once or within it), and a deadline of our own would only
@@ -186,7 +166,7 @@ async function withDeadline<T>(operation: Promise<T>, timeoutMs: number): Promis
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_resolve, reject) => {
     timer = setTimeout(() => {
-      reject(new StoreTimeoutError(timeoutMs));
+      reject(new Error(`store did not answer within ${timeoutMs} ms`));
     }, timeoutMs);
   });
   try {

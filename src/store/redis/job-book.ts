@@ -1,10 +1,13 @@
 // Jobs on Redis (src/jobs/book.ts): every step one script of scripts/ (reservation, submission,
 // settlement, leases), so each is atomic and replicas never disagree; the admission script reserves with
-// the limits in the one round trip a create waits for (admission.ts). A call the store cannot answer
-// follows failMode through the one wrapper (store-calls.ts): a reservation is then not taken
-// (`unreserved`), and the tracker's own calls are retried at its next turn.
+// the limits in the one round trip a create waits for (admission.ts), and the jobs whose creates were
+// answered in one turn are marked submitted in one call (send-per-turn.ts). A call the store cannot answer
+// follows failMode through the one wrapper (store-calls.ts): a reservation is then not taken (the job is
+// adopted once the store answers: adopt-unreserved.ts), and the tracker's own calls are retried at its
+// next turn.
 import type { JobBook, JobsUsage, ReservationRefusal } from '../../jobs/book.ts';
 import { parseStoredJob, settledJobOf, trackedJobOf } from '../../jobs/stored-job.ts';
+import { createAdoptUnreserved } from './adopt-unreserved.ts';
 import { JOBS_ADMITTED_KEY, JOBS_DUE_KEY, credentialJobsKey } from './keys.ts';
 import {
   jobsUsageScript,
@@ -12,9 +15,11 @@ import {
   rescheduleJobScript,
   reserveJobScript,
   settleJobScript,
-  submitJobScript,
+  submitJobsScript,
   toldJobScript,
+  type JobSubmission,
 } from './scripts.ts';
+import { batchPerTurn } from './send-per-turn.ts';
 import type { StoreCalls } from './store-calls.ts';
 
 export interface RedisJobBookOptions {
@@ -43,9 +48,21 @@ export function refusalOfReply(reply: unknown): ReservationRefusal {
   throw unexpected();
 }
 
-export function createRedisJobBook(calls: StoreCalls, options: RedisJobBookOptions): JobBook {
+export function createRedisJobBook(
+  calls: StoreCalls,
+  options: RedisJobBookOptions,
+): JobBook & { drain(): Promise<void> } {
   const unanswered = () => undefined;
-  const book: JobBook = {
+  const adopt = createAdoptUnreserved(calls, options);
+  const submit = async (submissions: readonly JobSubmission[]): Promise<unknown[]> => {
+    const reply = await calls.run(submitJobsScript, submissions);
+    if (!Array.isArray(reply)) throw unexpected();
+    return reply as unknown[];
+  };
+  // A Cluster sends each command at once (no turn to batch in): there each submission goes alone.
+  const submissions =
+    calls.turn === undefined ? undefined : batchPerTurn(submit, calls.turn.beforeNextCommand);
+  const book: JobBook & { drain(): Promise<void> } = {
     async reserve(tenantId, requestId, reservation) {
       return calls.attempt(
         'jobs',
@@ -58,11 +75,17 @@ export function createRedisJobBook(calls: StoreCalls, options: RedisJobBookOptio
           });
           return Array.isArray(reply) && reply[0] === 'reserved' ? 'reserved' : refusalOfReply(reply);
         },
-        () => 'unreserved' as const,
+        (sent) => (sent ? ('maybe_taken' as const) : ('not_sent' as const)),
       );
     },
+    adopt,
     async submitted(requestId, firstPollMs) {
-      await calls.attempt('jobs', () => calls.run(submitJobScript, { requestId, firstPollMs }), unanswered);
+      const submission = { requestId, firstPollMs };
+      await calls.attempt(
+        'jobs',
+        () => (submissions === undefined ? submit([submission]) : submissions.add(submission)),
+        unanswered,
+      );
     },
     async settle(job, settlement) {
       const reply = await calls.attempt(
@@ -154,6 +177,10 @@ export function createRedisJobBook(calls: StoreCalls, options: RedisJobBookOptio
       const [count, oldest] = reply;
       const score: unknown = Array.isArray(oldest) ? oldest[1] : undefined;
       return { count: Number(count), oldestAdmittedAtMs: score === undefined ? undefined : Number(score) };
+    },
+    async drain() {
+      // Submissions of the closing turn still reach the store before the connection goes.
+      await submissions?.drain();
     },
   };
   return book;

@@ -1,15 +1,12 @@
 // Where gengate keeps what in Redis. ioredis adds `store.redis.keyPrefix` in front of every key.
 import { canonicalRequestId } from '../../ownership/store.ts';
 
-/**
- * Every key of one tenant carries the same Cluster hash tag, so multi-key scripts over a tenant's keys
- * never cross slots.
- */
+/** Every key of one tenant carries the same Cluster hash tag: a script over its keys never crosses slots. */
 function tenantKey(tenantId: string, suffix: string): string {
   return `{tenant:${tenantId}}:${suffix}`;
 }
 
-/** All of a tenant's keys share one hash tag, so the multi-key script never crosses Cluster slots. */
+/** One of a tenant's rate limits (GCRA state). */
 export function rateLimitKey(tenantId: string, limitId: string): string {
   return tenantKey(tenantId, `limit:${limitId}`);
 }
@@ -29,22 +26,32 @@ export function costCountedKey(tenantId: string, requestId: string): string {
   return tenantKey(tenantId, `usage-cost-counted:${requestId}`);
 }
 
+// Every key of jobs shares one hash tag: a reservation, a settlement and a lease each touch a tenant's, a
+// credential's and the jobs' keys in one script, which a Redis Cluster runs only within one slot. So on a
+// Cluster the jobs live on one node (docs/budgets.md, "Redis Cluster").
+const JOBS_TAG = '{jobs}';
+
 /** A tenant's budgets by period and its count of jobs in flight (scripts/includes/jobs.lua). */
 export function tenantJobsKey(tenantId: string): string {
-  return tenantKey(tenantId, 'jobs');
+  return `${JOBS_TAG}:tenant:${tenantId}`;
 }
 
 /** An upstream credential's count of jobs in flight, shared by every tenant on it. */
 export function credentialJobsKey(credential: string): string {
-  return `credential:${credential}:jobs-in-flight`;
+  return `${JOBS_TAG}:credential:${credential}:jobs-in-flight`;
 }
 
 /** An upstream credential's rate of tracker polls, summed over every replica. */
 export function credentialPollsKey(credential: string): string {
-  return `credential:${credential}:tracker-polls`;
+  return `${JOBS_TAG}:credential:${credential}:tracker-polls`;
 }
 
 /** Every tracked job's record, its next due time and its admission time (scripts/includes/jobs.lua). */
-export const JOB_RECORDS_KEY = 'jobs:records';
-export const JOBS_DUE_KEY = 'jobs:due';
-export const JOBS_ADMITTED_KEY = 'jobs:admitted';
+export const JOB_RECORDS_KEY = `${JOBS_TAG}:records`;
+export const JOBS_DUE_KEY = `${JOBS_TAG}:due`;
+export const JOBS_ADMITTED_KEY = `${JOBS_TAG}:admitted`;
+
+/** Marks a job followed after the store failed at its admission (scripts/adoptJobs-n.lua): once only. */
+export function adoptedJobKey(requestId: string): string {
+  return `${JOBS_TAG}:adopted:${requestId}`;
+}

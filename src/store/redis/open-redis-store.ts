@@ -6,7 +6,6 @@ import type { GatewayConfig } from '../../config/schema.ts';
 import type { RateLimitMetrics } from '../../ratelimit/metrics.ts';
 import type { OnReportedCostCounted } from '../../usage/meter.ts';
 import type { StoreBackend, StoreJobOptions } from '../gateway-store.ts';
-import { createUntrackedJobBook } from '../../jobs/untracked-book.ts';
 import { createRedisJobBook } from './job-book.ts';
 import type { StoreMetrics } from '../metrics.ts';
 import { createRedisAdmission } from './admission.ts';
@@ -90,10 +89,8 @@ export async function openRedisStore(
   const limiter = createRedisRateLimiter(calls, { metrics, fallbackReplicas: store.replicas });
   const usage = createRedisUsageMeter(calls, { onReportedCostCounted: deps.onReportedCostCounted });
   const ownership = createRedisOwnershipStore(calls, { ttlMs: ownershipTtlMs });
-  // A job's reservation touches its tenant's, its credential's and the jobs' keys in one script: a
-  // Cluster does not follow jobs (the configuration check refuses budgets and caps on jobs there).
-  const jobs =
-    connection instanceof Cluster ? createUntrackedJobBook() : createRedisJobBook(calls, deps.jobs);
+  // The jobs' keys share one hash tag (keys.ts): their scripts run on a Cluster as well.
+  const jobs = createRedisJobBook(calls, deps.jobs);
   // In a Cluster an id's key and a tenant's limit keys hash to different slots: no single script.
   const admission =
     connection instanceof Cluster
@@ -114,7 +111,7 @@ export async function openRedisStore(
     admission,
     async close() {
       breaker.stop();
-      await Promise.all([limiter.close(), usage.close(), ownership.close()]);
+      await Promise.all([limiter.close(), usage.close(), ownership.close(), jobs.drain()]);
       connection.disconnect();
     },
   };

@@ -1,14 +1,13 @@
 // store.kind redis: one key per request id, so every replica sees every claim. Each operation is one
 // bounded round trip on one key (Cluster-safe), except that on a single Redis the answers recorded in one
-// event-loop turn share one call (batch-per-turn.ts). When the store fails, a circuit breaker keeps it off
+// event-loop turn share one call (send-per-turn.ts). When the store fails, a circuit breaker keeps it off
 // the request path until a probe answers; meanwhile `failMode` decides (see docs/ownership.md): `closed`
 // refuses with store_unavailable, `open` claims in a per-replica memory store and writes those records
 // back once the store answers. Neither mode ever lets a tenant reach an id the gateway cannot tie to it.
 import { gatewayError } from '../../errors/registry.ts';
 import { canonicalRequestId, claimOutcomeOf, type OwnershipStore } from '../../ownership/store.ts';
-import type { LimitRequest } from '../../ratelimit/types.ts';
 import { createMemoryOwnershipStore } from '../memory/ownership-store.ts';
-import { batchPerTurn } from './batch-per-turn.ts';
+import { batchPerTurn } from './send-per-turn.ts';
 import { STORE_UNAVAILABLE_RETRY_AFTER_SECONDS } from './circuit-breaker.ts';
 import { isWrongTypeReply } from './connection.ts';
 import { ownershipKey } from './keys.ts';
@@ -28,17 +27,6 @@ import {
 } from './scripts.ts';
 import type { StoreClock } from './store-clock.ts';
 import type { StoreCalls } from './store-calls.ts';
-
-/**
- * Undoes an attempt to claim `requestId` with `record`, and gives back its charge against `limits` when
- * it was made with one (admission.ts); a no-op once the id holds anything else. Answers 1 when undone.
- */
-export function undoClaim(
-  calls: StoreCalls,
-  attempt: { requestId: string; tenantId: string; record: string; limits: readonly LimitRequest[] },
-): Promise<unknown> {
-  return calls.run(undoClaimScript, attempt);
-}
 
 /** 1 when the record was written, 0 when another tenant holds its id. */
 type Written = 0 | 1;
@@ -171,7 +159,8 @@ export function createRedisOwnershipStore(calls: StoreCalls, options: { ttlMs: n
         refuseKeyWithoutRecord(logger, connection, requestId);
         return { kind: 'owned_by_another_tenant' };
       }
-      if (claimed.sent) undos.add(() => undoClaim(calls, { requestId, tenantId, record, limits: [] }));
+      if (claimed.sent)
+        undos.add(() => calls.run(undoClaimScript, { requestId, tenantId, record, limits: [] }));
       requireFailOpen();
       const outcome = await fallback.claim(requestId, tenantId);
       if (outcome.kind === 'claimed') unsynced.add(canonicalRequestId(requestId));

@@ -8,12 +8,13 @@ import { decide } from '../../ratelimit/decision.ts';
 import { STATE_TTL_MARGIN_MS, type LimitVerdict } from '../../ratelimit/gcra.ts';
 import type { LimitRequest, RateDecision } from '../../ratelimit/types.ts';
 import type { RedisConnection } from './connection.ts';
-import type { JobReservation, Settlement } from '../../jobs/book.ts';
+import type { JobReservation, Settlement, UnreservedJob } from '../../jobs/book.ts';
 import { canonicalRequestId } from '../../ownership/store.ts';
 import {
   JOB_RECORDS_KEY,
   JOBS_ADMITTED_KEY,
   JOBS_DUE_KEY,
+  adoptedJobKey,
   costCountedKey,
   credentialJobsKey,
   credentialPollsKey,
@@ -24,6 +25,10 @@ import {
 } from './keys.ts';
 
 export type ScriptArg = string | number;
+interface ScriptCall {
+  keys: string[];
+  argv: ScriptArg[];
+}
 
 export interface StoreScript<Input> {
   /** The command ioredis defines for it. */
@@ -31,24 +36,25 @@ export interface StoreScript<Input> {
   readonly lua: string;
   /** Fixed by its file name, or undefined when each call gives it (`-n`). */
   readonly numberOfKeys: number | undefined;
-  readonly build: (input: Input) => { keys: string[]; argv: ScriptArg[] };
+  readonly build: (input: Input) => ScriptCall;
 }
 
 const SCRIPTS_FOLDER = new URL('scripts/', import.meta.url);
 const INCLUDE_LINE = /^--- @include "([\w-]+)"$/gm;
 const FILE_NAME = /^(\w+)-(\d+|n)\.lua$/;
+/** Every script of this module, as defined below: defineScripts() defines them all. */
+const SCRIPTS: StoreScript<never>[] = [];
 
-function script<Input>(
-  file: string,
-  build: (input: Input) => { keys: string[]; argv: ScriptArg[] },
-): StoreScript<Input> {
+function script<Input>(file: string, build: (input: Input) => ScriptCall): StoreScript<Input> {
   const [, name, keyCount] = FILE_NAME.exec(file) ?? [];
   if (name === undefined || keyCount === undefined) throw new Error(`script file ${file} names no key count`);
   const lua = readFileSync(new URL(file, SCRIPTS_FOLDER), 'utf8').replace(INCLUDE_LINE, (_line, include) =>
     readFileSync(new URL(`includes/${String(include)}.lua`, SCRIPTS_FOLDER), 'utf8'),
   );
   const numberOfKeys = keyCount === 'n' ? undefined : Number(keyCount);
-  return { command: `gengate_${name}`, lua, numberOfKeys, build };
+  const defined = { command: `gengate_${name}`, lua, numberOfKeys, build };
+  SCRIPTS.push(defined);
+  return defined;
 }
 
 /** The arguments of the scripts' command: KEYS then ARGV, led by the key count when the file has `-n`. */
@@ -241,13 +247,47 @@ export const reserveJobScript = script(
   },
 );
 
-export const submitJobScript = script(
-  'submitJob-2.lua',
-  (input: { requestId: string; firstPollMs: number }) => ({
-    keys: [JOB_RECORDS_KEY, JOBS_DUE_KEY],
-    argv: [canonicalRequestId(input.requestId), input.firstPollMs],
-  }),
+export const adoptJobsScript = script(
+  'adoptJobs-n.lua',
+  (input: {
+    jobs: readonly { job: UnreservedJob; notAfterMs: number | undefined }[];
+    answerWaitMs: number;
+    markTtlMs: number;
+  }) => {
+    const keys: string[] = [JOB_RECORDS_KEY, JOBS_DUE_KEY, JOBS_ADMITTED_KEY];
+    // The first poll's delay is the same for every job of a configuration.
+    const argv: ScriptArg[] = [input.jobs.length, input.jobs[0]?.job.firstPollMs ?? 0, input.markTtlMs];
+    for (const { job, notAfterMs } of input.jobs) {
+      keys.push(
+        tenantJobsKey(job.tenantId),
+        credentialJobsKey(job.credential),
+        adoptedJobKey(canonicalRequestId(job.requestId)),
+      );
+      // No budget and no cap: the job runs already, its reservation only records it.
+      const reservation = {
+        ...job.reservation,
+        dailyMicroUsd: undefined,
+        monthlyMicroUsd: undefined,
+        tenantMaxInFlight: undefined,
+        credentialMaxInFlight: undefined,
+      };
+      pushReservation(job.requestId, reservation, input.answerWaitMs, argv);
+      argv.push(job.tenantId, job.admittedAtMs, job.answer, optionalArg(notAfterMs));
+    }
+    return { keys, argv };
+  },
 );
+
+/** A job whose create the upstream accepted, first polled `firstPollMs` from now. */
+export interface JobSubmission {
+  requestId: string;
+  firstPollMs: number;
+}
+
+export const submitJobsScript = script('submitJobs-2.lua', (jobs: readonly JobSubmission[]) => ({
+  keys: [JOB_RECORDS_KEY, JOBS_DUE_KEY],
+  argv: jobs.flatMap((job) => [canonicalRequestId(job.requestId), job.firstPollMs]),
+}));
 
 export const settleJobScript = script(
   'settleJob-5.lua',
@@ -319,23 +359,6 @@ export const jobsUsageScript = script('jobsUsage-1.lua', (tenantId: string) => (
   argv: [],
 }));
 
-const SCRIPTS: readonly StoreScript<never>[] = [
-  chargeLimitsScript,
-  admitScript,
-  undoClaimScript,
-  claimScript,
-  releasePendingScript,
-  recordRequestIdsScript,
-  countCostOnceScript,
-  reserveJobScript,
-  submitJobScript,
-  settleJobScript,
-  toldJobScript,
-  rescheduleJobScript,
-  leaseJobsScript,
-  jobsUsageScript,
-];
-
 /** Defines every script as a command of `connection` (once per connection). */
 export function defineScripts(connection: RedisConnection): void {
   for (const { command, lua, numberOfKeys } of SCRIPTS) {
@@ -343,30 +366,23 @@ export function defineScripts(connection: RedisConnection): void {
   }
 }
 
-const REPLY_HEADER_LENGTH = 2;
-const REPLY_VALUES_PER_LIMIT = 3;
-
-function integerAt(reply: readonly unknown[], index: number): number {
-  const value = reply[index];
-  if (typeof value !== 'number') throw new Error(`unexpected rate-limit script reply at ${index}`);
-  return value;
-}
-
-/** The decision in a reply of charge_limits (gcra.lua) for `limits`, asked in that order. */
+/**
+ * The decision in a reply of charge_limits (gcra.lua) for `limits`, asked in that order: its "now",
+ * whether it charged, then each limit's remaining units, full-at and wait µs.
+ */
 export function decisionFromReply(reply: unknown, limits: readonly LimitRequest[]): RateDecision {
   if (
     !Array.isArray(reply) ||
-    reply.length !== REPLY_HEADER_LENGTH + REPLY_VALUES_PER_LIMIT * limits.length
+    reply.length !== 2 + 3 * limits.length ||
+    !reply.every((value) => typeof value === 'number')
   ) {
     throw new Error('unexpected rate-limit script reply');
   }
-  const verdicts: LimitVerdict[] = [];
-  for (let offset = REPLY_HEADER_LENGTH; offset < reply.length; offset += REPLY_VALUES_PER_LIMIT) {
-    verdicts.push({
-      remaining: integerAt(reply, offset),
-      fullAtMicros: integerAt(reply, offset + 1),
-      waitMicros: integerAt(reply, offset + 2),
-    });
-  }
-  return decide(limits, integerAt(reply, 0), integerAt(reply, 1) === 1, verdicts, true);
+  const values: number[] = reply;
+  const verdicts: LimitVerdict[] = limits.map((_limit, index) => ({
+    remaining: values[2 + 3 * index] as number,
+    fullAtMicros: values[3 + 3 * index] as number,
+    waitMicros: values[4 + 3 * index] as number,
+  }));
+  return decide(limits, values[0] as number, values[1] === 1, verdicts, true);
 }

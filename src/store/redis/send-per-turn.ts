@@ -8,7 +8,7 @@
 // together without waiting for any earlier reply: unlike ioredis's auto-pipelining, which holds new
 // commands back while a batch is in flight (decision 0003).
 //
-// Calls batched per turn (batch-per-turn.ts) join the turn's pipeline in an order that keeps what a
+// Calls batched per turn (batchPerTurn, below) join the turn's pipeline in an order that keeps what a
 // request reads up to date: the records of answers go before any later command (so a repeat admitted in
 // the same turn sees its original's answer, whatever path its admission takes), and the turn's admissions
 // go at its end, after those records. A Cluster sends each command at once: its keys spread over slots
@@ -17,11 +17,11 @@ import { Redis, type ChainableCommander } from 'ioredis';
 import type { RedisConnection } from './connection.ts';
 import type { ScriptArg } from './scripts.ts';
 
-export type Send = () => void;
+type Send = () => void;
 
 /**
  * When a batch of the turn is sent; both run before the turn's pipeline leaves. A send must not throw
- * (batch-per-turn's hands every error to its callers): the sends after it in the turn would be lost.
+ * (batchPerTurn hands every error to its callers): the sends after it in the turn would be lost.
  */
 export interface TurnSchedule {
   /** Before the next command sent on the connection, or at the end of the turn if none comes. */
@@ -110,6 +110,79 @@ export function createCommandSender(connection: RedisConnection): CommandSender 
         atEnd.push(send);
         endTurnSoon();
       },
+    },
+  };
+}
+
+// Calls batched per turn: the calls made during one turn of the event loop, sent to the store as one.
+// Under load a turn hands over many requests and upstream answers at once, and each one's admission or
+// record used to be a store command of its own: an ioredis command, a reply to parse and a script run
+// inside Redis apiece. Batched, they are one command per kind, sent at the end of the turn (its check
+// phase, above) after the poll phase has delivered everything that was ready, in the same socket write as
+// the turn's other commands: no call waits longer than it did alone. Each caller gets its own item's
+// result, and every caller of a batch gets the error when the call fails.
+
+// Items per call at most: a bounded script run, so Redis never blocks long on one replica's turn.
+const MAX_ITEMS_PER_CALL = 64;
+
+interface Waiting<Item, Result> {
+  item: Item;
+  resolve: (result: Result) => void;
+  reject: (error: unknown) => void;
+}
+
+export interface TurnBatch<Item, Result> {
+  /** Queues the item for this turn's call, and answers its result. */
+  add: (item: Item) => Promise<Result>;
+  /** Sends what is queued now, and settles once every call sent so far is answered (for shutdown). */
+  drain: () => Promise<void>;
+}
+
+/**
+ * `send` answers one result per item, in the items' order. `schedule` decides when in the turn the batch
+ * is sent (see TurnSchedule).
+ */
+export function batchPerTurn<Item, Result>(
+  send: (items: readonly Item[]) => Promise<readonly Result[]>,
+  schedule: (send: Send) => void,
+): TurnBatch<Item, Result> {
+  let batch: Waiting<Item, Result>[] = [];
+  const inFlight = new Set<Promise<unknown>>();
+
+  function flush(): void {
+    const sending = batch;
+    batch = [];
+    // A batch that filled up was sent before its turn ended; the scheduled send finds nothing left.
+    if (sending.length === 0) return;
+    const rejectAll = (error: unknown) => {
+      for (const waiting of sending) waiting.reject(error);
+    };
+    let answered: Promise<unknown>;
+    try {
+      answered = send(sending.map((waiting) => waiting.item)).then((results) => {
+        sending.forEach((waiting, index) => {
+          waiting.resolve(results[index] as Result);
+        });
+      }, rejectAll);
+    } catch (error) {
+      rejectAll(error);
+      return;
+    }
+    inFlight.add(answered);
+    void answered.finally(() => inFlight.delete(answered));
+  }
+
+  return {
+    add: (item) =>
+      new Promise<Result>((resolve, reject) => {
+        if (batch.length === 0) schedule(flush);
+        batch.push({ item, resolve, reject });
+        if (batch.length >= MAX_ITEMS_PER_CALL) flush();
+      }),
+    async drain() {
+      // The flush already scheduled for this turn will find nothing left.
+      flush();
+      await Promise.all(inFlight);
     },
   };
 }

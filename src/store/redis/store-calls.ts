@@ -6,11 +6,60 @@
 import { performance } from 'node:perf_hooks';
 import type { ObserveStore, StoreOperation } from '../metrics.ts';
 import type { StoreBreaker, StoreFailMode } from './circuit-breaker.ts';
-import { commandDeadline, type RedisConnection, type StoreLogger } from './connection.ts';
+import { commandDeadline, isReplyError, type RedisConnection, type StoreLogger } from './connection.ts';
 import { commandArgs, defineScripts, type ScriptArg, type StoreScript } from './scripts.ts';
 import { createCommandSender, type TurnSchedule } from './send-per-turn.ts';
-import { StoreDeadlinePassedError, createStoreClock, type StoreClock } from './store-clock.ts';
-import { createUndoOnRecovery, type UndoOnRecovery } from './undo-on-recovery.ts';
+import { createStoreClock, type StoreClock } from './store-clock.ts';
+
+// Store writes that could not be sent or confirmed are undone once the store answers again.
+// A create the gateway refused must leave no claim and no charge behind (docs/ownership.md,
+// docs/rate-limits.md), but when the store times out the gateway cannot know whether its admission ran, and
+// while the breaker is open it cannot send the release of a claim either. Each such case leaves an undo here:
+// a store call that is harmless when there is nothing to undo (it checks the attempt's token, or that the
+// claim is still this tenant's pending one). When the breaker closes, the undos are sent before anything else
+// uses the store again (listeners run as the breaker closes, and one connection runs commands in order), so a
+// client retrying the same requestId after the recovery is admitted at once. Deadlines (store-clock.ts) make
+// sure that the command given up on cannot run after its undo: by the time an undo can run, the original
+// either ran in time or never takes effect.
+type Undo = () => Promise<unknown>;
+
+interface UndoOnRecovery {
+  /** Runs `undo` as soon as the store answers: at once when the breaker is closed, else when it closes. */
+  add(undo: Undo): void;
+}
+
+function createUndoOnRecovery(breaker: StoreBreaker, logger: StoreLogger): UndoOnRecovery {
+  let waiting: Undo[] = [];
+
+  function run(undo: Undo): void {
+    undo().catch((error: unknown) => {
+      const message = error instanceof Error ? error.message : String(error);
+      // Redis ran it and answered an error: sending it again would fail again (and, tripping the
+      // breaker each time, keep the store off the request path for good).
+      if (isReplyError(error)) {
+        logger.warn({ err: message }, 'store undo refused by the store; the claim stays until it expires');
+        return;
+      }
+      // Not answered: kept for the next recovery (an undo is idempotent, so sending it again is safe).
+      waiting.push(undo);
+      if (breaker.trip()) logger.warn({ err: message }, 'store undo failed');
+    });
+  }
+
+  breaker.onChange((open) => {
+    if (open) return;
+    const due = waiting;
+    waiting = [];
+    for (const undo of due) run(undo);
+  });
+
+  return {
+    add(undo) {
+      if (breaker.open) waiting.push(undo);
+      else run(undo);
+    },
+  };
+}
 
 export interface StoreCallsOptions {
   /** The connection's breaker, shared by every user of the connection. */
@@ -26,7 +75,6 @@ export interface StoreCallsOptions {
 export interface StoreCalls {
   readonly connection: RedisConnection;
   readonly breaker: StoreBreaker;
-  readonly commandTimeoutMs: number;
   readonly failMode: StoreFailMode;
   readonly logger: StoreLogger;
   /** The store's clock as replies show it, shared by the connection's users (deadlines). */
@@ -38,8 +86,8 @@ export interface StoreCalls {
   /** A command in this turn's write; its reply. Not bounded: run it inside `attempt`. */
   send(command: string, args: readonly ScriptArg[]): Promise<unknown>;
   /**
-   * A script with the KEYS and ARGV its typed function builds from `input`; its reply. Throws
-   * StoreDeadlinePassedError when the script ran past its deadline and changed nothing.
+   * A script with the KEYS and ARGV its typed function builds from `input`; its reply. Throws when the
+   * script ran past its deadline and changed nothing.
    */
   run<Input>(definition: StoreScript<Input>, input: Input): Promise<unknown>;
   /** The deadline argument of a call sent now (store-clock.ts). */
@@ -74,7 +122,6 @@ export function createStoreCalls(connection: RedisConnection, options: StoreCall
   return {
     connection,
     breaker,
-    commandTimeoutMs,
     failMode,
     logger,
     clock,
@@ -86,7 +133,7 @@ export function createStoreCalls(connection: RedisConnection, options: StoreCall
       // {'expired', the store's µs}: the call reached the store after the gateway gave up on it.
       if (!Array.isArray(reply) || reply[0] !== 'expired') return reply;
       if (typeof reply[1] === 'number') clock.observe(reply[1]);
-      throw new StoreDeadlinePassedError();
+      throw new Error('the store ran the call after its deadline; it changed nothing');
     },
     deadlineArg: () => clock.deadlineArg(commandTimeoutMs),
     async attempt(operation, call, fallback, storeIsFine) {

@@ -54,11 +54,3 @@ export function learnClockOnConnect(connection: RedisConnection, clock: StoreClo
   connection.on('ready', learn);
   if (connection.status === 'ready') learn();
 }
-
-/** Thrown for a reply saying the store ran the call after its deadline. */
-export class StoreDeadlinePassedError extends Error {
-  constructor() {
-    super('the store ran the call after its deadline; it changed nothing');
-    this.name = 'StoreDeadlinePassedError';
-  }
-}

@@ -60,46 +60,35 @@ export function createRedisUsageMeter(calls: StoreCalls, options: RedisUsageMete
     pending = new Map();
     pendingCosts = [];
     const writes: Promise<unknown>[] = [];
+    const write = (call: () => Promise<unknown>, keep: () => void) =>
+      writes.push(calls.attempt('usage_flush', call, keep, isReplyError));
     for (const [key, fields] of increments) {
       for (const [field, delta] of fields) {
-        writes.push(
-          calls.attempt(
-            'usage_flush',
-            () => calls.send('hincrbyfloat', [key, field, delta]),
-            () => {
-              addToField(pendingFieldsOf(key), field, delta);
-            },
-            isReplyError,
-          ),
+        write(
+          () => calls.send('hincrbyfloat', [key, field, delta]),
+          () => {
+            addToField(pendingFieldsOf(key), field, delta);
+          },
         );
       }
-      writes.push(
-        calls.attempt(
-          'usage_flush',
-          () => calls.send('expire', [key, USAGE_TTL_SECONDS]),
-          () => undefined,
-          isReplyError,
-        ),
+      write(
+        () => calls.send('expire', [key, USAGE_TTL_SECONDS]),
+        () => undefined,
       );
     }
     for (const cost of costs) {
-      const countOnce = async () => {
-        const counted = await calls.run(countCostOnceScript, {
-          ...cost,
-          markTtlSeconds: COST_ONCE_TTL_SECONDS,
-          usageTtlSeconds: USAGE_TTL_SECONDS,
-        });
-        if (counted === 1) options.onReportedCostCounted?.(cost.tenantId, cost.costUsd);
-      };
-      writes.push(
-        calls.attempt(
-          'usage_flush',
-          countOnce,
-          () => {
-            if (pendingCosts.length < MAX_PENDING_COSTS) pendingCosts.push(cost);
-          },
-          isReplyError,
-        ),
+      write(
+        async () => {
+          const counted = await calls.run(countCostOnceScript, {
+            ...cost,
+            markTtlSeconds: COST_ONCE_TTL_SECONDS,
+            usageTtlSeconds: USAGE_TTL_SECONDS,
+          });
+          if (counted === 1) options.onReportedCostCounted?.(cost.tenantId, cost.costUsd);
+        },
+        () => {
+          if (pendingCosts.length < MAX_PENDING_COSTS) pendingCosts.push(cost);
+        },
       );
     }
     await Promise.all(writes);

@@ -3,7 +3,7 @@
 // is answered as the service answers it, unless a fault is set.
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
+import { listenOnLoopback } from '../../support/free-port.ts';
 
 export type UpstreamFault = 'reset mid-body' | 'oversized' | 'rate limited';
 
@@ -63,7 +63,6 @@ function answer(fault: UpstreamFault | undefined, body: string, response: Server
 
 export async function startFaultyUpstream(): Promise<FaultyUpstream> {
   let fault: UpstreamFault | undefined;
-  const sockets = new Set<Socket>();
   const server = createServer((request: IncomingMessage, response: ServerResponse) => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -71,25 +70,8 @@ export async function startFaultyUpstream(): Promise<FaultyUpstream> {
       answer(fault, Buffer.concat(chunks).toString('utf8'), response);
     });
   });
-  server.on('connection', (socket: Socket) => {
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const address = server.address();
-  if (address === null || typeof address === 'string') throw new Error('no port assigned');
-  const { port } = address;
-  const refuse = async () => {
-    const closed = new Promise<void>((resolve) => {
-      // Already refusing: close() reports that it was not running, which is fine here.
-      server.close(() => {
-        resolve();
-      });
-    });
-    for (const socket of sockets) socket.destroy();
-    await closed;
-  };
+  // Already refusing: closeAll() finds it not running, which is fine here.
+  const { port, closeAll: refuse } = await listenOnLoopback(server);
   return {
     url: `http://127.0.0.1:${port}`,
     server,

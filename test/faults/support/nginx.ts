@@ -8,6 +8,7 @@ import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../../support/free-port.ts';
+import { killedOnExit } from '../../support/killed-on-exit.ts';
 import { waitFor } from '../../support/wait-for.ts';
 
 export interface Nginx {
@@ -54,10 +55,13 @@ export async function startNginx(replicaPorts: readonly number[]): Promise<Nginx
   const port = await freePort();
   const configFile = join(dir, 'nginx.conf');
   await writeFile(configFile, nginxConfig(dir, port, replicaPorts));
-  const child: ChildProcess = spawn(
-    process.env.NGINX ?? 'nginx',
-    ['-p', dir, '-e', join(dir, 'error.log'), '-c', configFile, '-g', 'daemon off;'],
-    { stdio: 'ignore' },
+  const child: ChildProcess = killedOnExit(
+    spawn(
+      process.env.GENGATE_NGINX ?? 'nginx',
+      ['-p', dir, '-e', join(dir, 'error.log'), '-c', configFile, '-g', 'daemon off;'],
+      { stdio: 'ignore' },
+    ),
+    'SIGTERM',
   );
   const exited = once(child, 'exit');
   const url = `http://127.0.0.1:${port}`;

@@ -105,7 +105,7 @@ export function createFaultReport(suite: string): FaultReport {
       return finding;
     },
     write() {
-      if (findings.length === 0) return;
+      if (findings.length === 0 && Object.keys(notes).length === 0) return;
       const noteLines = Object.entries(notes).map(
         ([name, figures]) => `${name}: ${JSON.stringify(figures)}\n`,
       );

@@ -3,6 +3,7 @@
 // to" is checked on the receiver's side, not only from the sender's report.
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Webhook } from 'standardwebhooks';
 
 export interface ReceivedRequest {
   url: string;
@@ -71,4 +72,18 @@ export async function startReceiver(
   receiver.port = (server.address() as AddressInfo).port;
   receiver.origin = `http://${host.includes(':') ? `[${host}]` : host}:${receiver.port}`;
   return receiver;
+}
+
+/** Whether a request's Standard Webhooks signature verifies with `secret`, by the `standardwebhooks` library. */
+export function verifiesWith(secret: string, request: ReceivedRequest): boolean {
+  try {
+    new Webhook(secret).verify(request.body, {
+      'webhook-id': String(request.headers['webhook-id']),
+      'webhook-timestamp': String(request.headers['webhook-timestamp']),
+      'webhook-signature': String(request.headers['webhook-signature']),
+    });
+    return true;
+  } catch {
+    return false;
+  }
 }

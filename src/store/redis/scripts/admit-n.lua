@@ -1,4 +1,4 @@
--- Admits the requests of one event-loop turn (admission.ts, batch-per-turn.ts), in order, at one moment:
+-- Admits the requests of one event-loop turn (admission.ts, send-per-turn.ts), in order, at one moment:
 -- for each, checks its request id, checks its job's reservation (jobs.lua: budgets and slots), charges its
 -- limits (charge_limits of gcra.lua), and claims the id and takes the reservation only when the charge is
 -- admitted. Single Redis only: the keys of several tenants and ids.

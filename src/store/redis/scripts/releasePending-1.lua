@@ -1,4 +1,4 @@
--- A release sent after an outage (undo-on-recovery.ts): deletes the id's record only while it is the
+-- A release sent after an outage (store-calls.ts): deletes the id's record only while it is the
 -- tenant's pending claim; a completed record is kept.
 --
 -- KEYS[1]        the id's key (keys.ts ownershipKey).

@@ -1,5 +1,5 @@
 -- Undoes one claim attempt the gateway gave up on, and the charge made with it, only while the id still
--- holds that attempt's pending record (undo-on-recovery.ts): harmless when there is nothing to undo.
+-- holds that attempt's pending record (store-calls.ts): harmless when there is nothing to undo.
 --
 -- KEYS[1]        the id's key (keys.ts ownershipKey).
 -- KEYS[2..]      the keys of the limits charged with the claim (none for a claim made alone).

@@ -70,3 +70,10 @@ local function take_reservation(k, r, tenant, now_us)
   redis.call('ZADD', k.due, now_ms + r.answer_wait_ms, r.request_id)
   redis.call('ZADD', k.admitted, now_ms, r.request_id)
 end
+
+-- The upstream took the job's create: it is followed from now on, first polled at `due_ms` (epoch ms).
+local function submit_job(records, due, request_id, job, due_ms)
+  job.state = 'submitted'
+  redis.call('HSET', records, request_id, cjson.encode(job))
+  redis.call('ZADD', due, due_ms, request_id)
+end
