@@ -16,9 +16,9 @@ const CODE_ENDINGS = ['.ts', '.sh', '.lua', '.mjs', '.js'];
 const THIS_FILE = relative(ROOT, fileURLToPath(import.meta.url));
 
 const OUTSIDE_CITATIONS: readonly { what: string; pattern: RegExp }[] = [
-  { what: 'an outside contract', pattern: /\bcontract\s+(?:sections?\s+\d|§)/i },
-  { what: 'a tracker issue', pattern: /\bissues?\s+(?:\d|")/i },
-  { what: 'a results file not in the repository', pattern: /bench\/results\/(?!<)/ },
+  { what: 'an outside contract', pattern: /\bcontract\s*\(?(?:sections?\s+\d|§)/gi },
+  { what: 'a tracker issue', pattern: /\bissues?\s+(?:\d|")/gi },
+  { what: 'a results file not in the repository', pattern: /bench\/results\/(?!<)/g },
 ];
 const RUN_ID = /\b\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}\b|…T\d{2}-\d{2}-\d{2}/;
 const COMMAND = /`npm run bench\b/;
@@ -30,14 +30,16 @@ const cited = [...codeFiles, ...docFiles]
   .map((path) => relative(ROOT, path))
   .filter((file) => file !== THIS_FILE);
 
+// A citation may be wrapped across lines ("(Contract\nsection 5.)"), so the whole text is searched and
+// each match reported at the line where it begins.
 function outsideCitations(file: string): string[] {
-  return readFileSync(join(ROOT, file), 'utf8')
-    .split('\n')
-    .flatMap((line, index) =>
-      OUTSIDE_CITATIONS.filter(({ pattern }) => pattern.test(line)).map(
-        ({ what }) => `${file}:${index + 1} cites ${what}: ${line.trim()}`,
-      ),
-    );
+  const text = readFileSync(join(ROOT, file), 'utf8');
+  return OUTSIDE_CITATIONS.flatMap(({ what, pattern }) =>
+    [...text.matchAll(pattern)].map((match) => {
+      const line = text.slice(0, match.index).split('\n').length;
+      return `${file}:${line} cites ${what}: ${match[0]}`;
+    }),
+  );
 }
 
 /** A record's paragraphs and list items, each as one string. */
@@ -88,8 +90,11 @@ describe('citations resolve inside the repository', () => {
   });
 
   test('the patterns find what they are for', () => {
-    const found = (text: string) => OUTSIDE_CITATIONS.filter(({ pattern }) => pattern.test(text)).length;
+    const found = (text: string) =>
+      OUTSIDE_CITATIONS.filter(({ pattern }) => text.match(pattern) !== null).length;
     expect(found('(contract section 8)')).toBe(1);
+    expect(found('The contract (section 10) lists them')).toBe(1);
+    expect(found('what it relies on. (Contract\nsection 5.)')).toBe(1);
     expect(found('Contract sections 7 and 8')).toBe(1);
     expect(found('the targets (issue 7)')).toBe(1);
     expect(found('see bench/results/2026-11-23T07-50-58.json')).toBe(1);
