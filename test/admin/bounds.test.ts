@@ -61,11 +61,14 @@ test('/metrics is rendered at most once a second: scrapes within it share one re
   const { admin, metrics } = await startAdmin();
   const shed = (body: string) =>
     body.split('\n').find((line) => line.startsWith('gengate_load_shed_total{reason="rss"}'));
+  const firstAt = performance.now();
   const first = (await admin.inject('/metrics')).body;
   metrics.loadShed.inc({ reason: 'rss' });
   const second = (await admin.inject('/metrics')).body;
+  const secondWithinTheSecond = performance.now() - firstAt < 1_000;
   expect(shed(first)).toBe('gengate_load_shed_total{reason="rss"} 0');
-  expect(shed(second)).toBe('gengate_load_shed_total{reason="rss"} 0');
+  // A machine too busy to scrape twice within the second shows the fresh rendering, rightly.
+  expect(shed(second)).toBe(`gengate_load_shed_total{reason="rss"} ${secondWithinTheSecond ? 0 : 1}`);
   await waitFor(
     'a fresh rendering',
     async () => shed((await admin.inject('/metrics')).body)?.endsWith(' 1') === true,
@@ -108,5 +111,6 @@ test('a scrape whose client went away while it waited gives up its place in the 
   const response = await fetch(`http://127.0.0.1:${port}/metrics`);
   await response.text();
   expect(response.status).toBe(200);
-  expect(performance.now() - startedAt).toBeLessThan(1_000);
+  // Kept places would cost about 3 s; a fresh scrape takes a window or two.
+  expect(performance.now() - startedAt).toBeLessThan(2_000);
 }, 20_000);

@@ -90,7 +90,8 @@ test('DEBUG SLEEP: creates refused while Redis slept are admitted at once with t
   await refusedThenRetried(
     harness,
     async () => {
-      sleeping = redis.client().call('DEBUG', 'SLEEP', '1');
+      // Long enough that all the creates are refused while it lasts, on a busy machine too.
+      sleeping = redis.client().call('DEBUG', 'SLEEP', '3');
       // The sleep has begun once Redis leaves another client's PING unanswered for a while.
       const probe = redis.client();
       await waitFor('Redis to sleep', () =>

@@ -166,6 +166,10 @@ test(`offered ${FLOOD_FACTOR}× its capacity for ${FLOOD_MS / 1_000} s, a replic
   expect(answeredShare).toBeGreaterThanOrEqual(ANSWERED_SHARE);
   expect(late.length).toBeGreaterThan(0);
   for (const outcome of late) {
-    expect([outcome.status, outcome.latencyMs < ORDINARY_WITHIN_MS]).toEqual([200, true]);
+    // A stall of the load generator's own loop shows in every latency it measures; it is not gengate's.
+    expect([outcome.status, outcome.latencyMs < ORDINARY_WITHIN_MS + run.generatorMaxStallMs]).toEqual([
+      200,
+      true,
+    ]);
   }
 }, 120_000);

@@ -8,9 +8,9 @@ import { useGatewayHarness } from '../support/gateway-harness.ts';
 import { waitFor } from '../support/wait-for.ts';
 
 const REQUEST_TIMEOUT_MS = 1_000;
-// The bound plus Node's checking interval (500 ms) plus room for a loaded machine: the old interval of
-// 30 s would miss it by far.
-const CUT_WITHIN_MS = REQUEST_TIMEOUT_MS + 1_500;
+// The bound plus Node's checking interval (500 ms) plus ample room for a loaded CI machine: the old
+// interval of 30 s would still miss it by far.
+const CUT_WITHIN_MS = REQUEST_TIMEOUT_MS + 4_000;
 const DRIP_INTERVAL_MS = 100;
 // Heads are written before the harness starts (test tables); `slowClient` puts the tenant's key in.
 const ALPHA_KEY = '<alpha key>';
@@ -125,7 +125,7 @@ test('hundreds of idle and dripping connections: others are served promptly, and
     expect(hostile.some((client) => client.socket.readyState === 'open')).toBe(true);
   }
   const lifetimes = await Promise.all(hostile.map((client) => client.closed));
-  expect(Math.max(...lifetimes)).toBeLessThan(CUT_WITHIN_MS + 1_000);
+  expect(Math.max(...lifetimes)).toBeLessThan(CUT_WITHIN_MS + 4_000);
   for (const client of hostile) expect408(client);
   expect(harness.simulator.received).toEqual([]);
   await servedPromptly();

@@ -37,7 +37,8 @@ test('a close that hangs past the drain deadline cannot keep the process: exit 1
   });
   events.emit('SIGTERM');
   expect(await exited.promise).toBe(1);
-  expect(performance.now() - signalledAt).toBeGreaterThanOrEqual(100 + DRAIN_CLOSE_MARGIN_MS - 1);
+  // Timers start from libuv's cached loop time, which may be a few ms older than signalledAt.
+  expect(performance.now() - signalledAt).toBeGreaterThanOrEqual(100 + DRAIN_CLOSE_MARGIN_MS - 20);
   expect(deadlineSeen).toBe(true);
   expect(lines.map(({ level, msg, aborted, marginMs }) => ({ level, msg, aborted, marginMs }))).toEqual([
     { level: 30, msg: 'draining', aborted: undefined, marginMs: undefined },

@@ -197,7 +197,8 @@ describe('faults', () => {
     await expect.poll(() => local.received.length).toBe(2);
     const started = performance.now();
     await local.close();
-    expect(performance.now() - started).toBeLessThan(1_000);
+    // Far below the 60 s delay it must not wait for, with room for a busy machine.
+    expect(performance.now() - started).toBeLessThan(10_000);
     expect(await stalled).toBe('failed');
     expect(await delayed).toBe('failed');
   });
