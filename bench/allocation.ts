@@ -6,6 +6,7 @@
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { allocationFiles } from './allocation-files.ts';
+import { originOf, shortLocation } from './cpu-profile.ts';
 import { runLoad, type LoadSpec } from './load.ts';
 import type { Target } from './measure.ts';
 import { waitUntil } from './processes.ts';
@@ -16,7 +17,8 @@ const HEAP_SAMPLING = fileURLToPath(new URL('heap-sampling.ts', import.meta.url)
 /** Node flags that preload the sampler into a target. */
 export const ALLOCATION_SAMPLER_FLAGS = ['--import', HEAP_SAMPLING] as const;
 
-interface SamplingNode {
+export interface SamplingNode {
+  callFrame: { functionName: string; url: string; lineNumber: number };
   selfSize: number;
   children: SamplingNode[];
 }
@@ -24,6 +26,39 @@ interface SamplingNode {
 export interface Allocation {
   requests: number;
   bytesPerRequest: number;
+}
+
+export interface AllocationBreakdown {
+  /** Bytes by the origin of the allocating frame (cpu-profile.ts originOf). */
+  byOrigin: Map<string, number>;
+  /** Bytes by the allocating function. */
+  byFunction: Map<string, number>;
+  /**
+   * Bytes by the innermost src/ (or bench/) function on the allocating stack: which of gengate's functions
+   * asked for them, through whatever dependency or Node internals did the allocating.
+   */
+  byCaller: Map<string, number>;
+}
+
+const add = (map: Map<string, number>, key: string, bytes: number) =>
+  map.set(key, (map.get(key) ?? 0) + bytes);
+
+export function allocationBreakdown(tree: SamplingNode): AllocationBreakdown {
+  const breakdown: AllocationBreakdown = { byOrigin: new Map(), byFunction: new Map(), byCaller: new Map() };
+  const visit = (node: SamplingNode, caller: string): void => {
+    const { functionName, url, lineNumber } = node.callFrame;
+    const origin = originOf(url, functionName);
+    const name = `${functionName || '(anonymous)'}${shortLocation(url, lineNumber)}`;
+    const own = origin.startsWith('src/') || origin.startsWith('bench/') ? name : caller;
+    if (node.selfSize > 0) {
+      add(breakdown.byOrigin, origin, node.selfSize);
+      add(breakdown.byFunction, name, node.selfSize);
+      add(breakdown.byCaller, own, node.selfSize);
+    }
+    for (const child of node.children) visit(child, own);
+  };
+  visit(tree, '(no src/ frame)');
+  return breakdown;
 }
 
 function totalBytes(node: SamplingNode): number {
@@ -34,6 +69,15 @@ export async function measureAllocation(
   target: Target,
   spec: Omit<LoadSpec, 'url' | 'authorization'>,
 ): Promise<Allocation> {
+  const { requests, bytesPerRequest } = await sampleAllocation(target, spec);
+  return { requests, bytesPerRequest };
+}
+
+/** measureAllocation's figures, with the sampling profile's call tree (for allocationBreakdown). */
+export async function sampleAllocation(
+  target: Target,
+  spec: Omit<LoadSpec, 'url' | 'authorization'>,
+): Promise<Allocation & { tree: SamplingNode }> {
   const files = allocationFiles(target.pid);
   rmSync(files.directory, { recursive: true, force: true });
   try {
@@ -60,7 +104,11 @@ export async function measureAllocation(
       );
     }
     const profile = JSON.parse(readFileSync(files.profile, 'utf8')) as { head: SamplingNode };
-    return { requests: load.requests, bytesPerRequest: totalBytes(profile.head) / load.requests };
+    return {
+      requests: load.requests,
+      bytesPerRequest: totalBytes(profile.head) / load.requests,
+      tree: profile.head,
+    };
   } finally {
     rmSync(files.directory, { recursive: true, force: true });
   }

@@ -34,7 +34,8 @@ const SOURCE_FOLDER = /\/(src|dist|bench)\/([^/]+)/;
 const PROJECT_FILE_URL = /^file:\/\/.*?\/(src|dist|bench)\//;
 const asSourceFolder = (folder: string) => (folder === 'dist' ? 'src' : folder);
 
-function originOf(url: string, functionName: string): string {
+/** Where a frame's code comes from: a src/ folder, a dependency, Node's internals, or a V8 pseudo-frame. */
+export function originOf(url: string, functionName: string): string {
   if (url === '') return functionName.startsWith('(') ? functionName : '(native)';
   if (url.startsWith('node:')) return 'node internals';
   const dependency = DEPENDENCY.exec(url)?.[1];
@@ -44,7 +45,7 @@ function originOf(url: string, functionName: string): string {
   return url;
 }
 
-function shortLocation(url: string, lineNumber: number): string {
+export function shortLocation(url: string, lineNumber: number): string {
   if (url === '') return '';
   const path = DEPENDENCY.test(url)
     ? url.slice(url.lastIndexOf('node_modules/') + 'node_modules/'.length)

@@ -1,14 +1,22 @@
-// `node bench/profile.ts [--rate R] [--duration S] [--top N]`: where each µs of gengate's CPU per request
-// goes beyond its floor's (bench/fastify-forward.ts). Both run under `--cpu-prof` with the benchmark's V8
-// flags and core, one after the other, at full load (50 connections) or at a fixed rate (16 connections),
-// and only the samples taken while the load ran are counted, divided by the requests served: µs per
-// request by origin (gengate's folders, each dependency, Node's internals, the collector) and by function.
-// Run `npm run build` first: gengate runs compiled, as deployed. See docs/performance.md.
+// `node bench/profile.ts [--rate R] [--duration S] [--top N] [--allocations]`: where each µs of gengate's
+// CPU per request goes beyond its floor's (bench/fastify-forward.ts). Both run under `--cpu-prof` with the
+// benchmark's V8 flags and core, one after the other, at full load (50 connections) or at a fixed rate (16
+// connections), and only the samples taken while the load ran are counted, divided by the requests served:
+// µs per request by origin (gengate's folders, each dependency, Node's internals, the collector) and by
+// function. With `--allocations`, the same for the bytes allocated per request (V8's sampling heap
+// profiler, bench/allocation.ts), also by the gengate module that asked for them. Run `npm run build`
+// first: gengate runs compiled, as deployed. See docs/performance.md.
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import {
+  ALLOCATION_SAMPLER_FLAGS,
+  allocationBreakdown,
+  sampleAllocation,
+  type AllocationBreakdown,
+} from './allocation.ts';
 import { startStaticUpstream } from './baselines.ts';
 import { cpuTimesInWindow, type CpuProfile } from './cpu-profile.ts';
 import { PRODUCTION_NODE_FLAGS, startGengate } from './gengate.ts';
@@ -34,7 +42,12 @@ const MICROSECONDS_PER_SECOND = 1_000_000;
 const MILLISECONDS_PER_SECOND = 1_000;
 
 const { values } = parseArgs({
-  options: { rate: { type: 'string' }, duration: { type: 'string' }, top: { type: 'string' } },
+  options: {
+    rate: { type: 'string' },
+    duration: { type: 'string' },
+    top: { type: 'string' },
+    allocations: { type: 'boolean' },
+  },
   strict: true,
 });
 const rate = values.rate === undefined ? undefined : Number(values.rate);
@@ -53,13 +66,22 @@ interface Profiled {
   byFunction: Map<string, number>;
 }
 
+const loadFor = (bodyFile: string) => ({
+  bodyFile,
+  connections: rate === undefined ? DEFAULT_CONNECTIONS : FIXED_RATE_CONNECTIONS,
+  ...(rate === undefined ? {} : { ratePerSecond: rate }),
+});
+
+interface Started {
+  target: Target;
+  process: BenchProcess;
+  /** Where `--cpu-prof` writes (unused when sampling allocations). */
+  profileDir: string;
+}
+
 /** Loads a started, profiling target (warm-up, then the measured run), stops it and reads its profile. */
-async function profileTarget(target: Target, owner: BenchProcess, profileDir: string, bodyFile: string) {
-  const load = {
-    bodyFile,
-    connections: rate === undefined ? DEFAULT_CONNECTIONS : FIXED_RATE_CONNECTIONS,
-    ...(rate === undefined ? {} : { ratePerSecond: rate }),
-  };
+async function profileTarget({ target, process: owner, profileDir }: Started, bodyFile: string) {
+  const load = loadFor(bodyFile);
   await measure(target, { ...load, durationSeconds: WARMUP_SECONDS });
   const cpuAtStart = cpuSeconds(target.pid);
   const loadStart = performance.now();
@@ -90,50 +112,84 @@ async function profileTarget(target: Target, owner: BenchProcess, profileDir: st
   } satisfies Profiled;
 }
 
-const perRequest = (microseconds: number | undefined, requests: number) => (microseconds ?? 0) / requests;
+const perRequest = (amount: number | undefined, requests: number) => (amount ?? 0) / requests;
 
-function printComparison(floor: Profiled, gengate: Profiled): void {
+interface Counted {
+  requests: number;
+  byOrigin: Map<string, number>;
+  byFunction: Map<string, number>;
+}
+
+/** `unit` per request by origin, floor beside gengate, largest excess first; then each one's top functions. */
+function printBreakdown(floor: Counted, gengate: Counted, unit: string, scale: number): void {
   const origins = new Set([...floor.byOrigin.keys(), ...gengate.byOrigin.keys()]);
   const rows = [...origins]
     .map((origin) => {
-      const floorUs = perRequest(floor.byOrigin.get(origin), floor.requests);
-      const gengateUs = perRequest(gengate.byOrigin.get(origin), gengate.requests);
-      return { origin, floorUs, gengateUs };
+      const floorAmount = perRequest(floor.byOrigin.get(origin), floor.requests) / scale;
+      const gengateAmount = perRequest(gengate.byOrigin.get(origin), gengate.requests) / scale;
+      return { origin, floorAmount, gengateAmount };
     })
-    .sort((a, b) => b.gengateUs - b.floorUs - (a.gengateUs - a.floorUs))
+    .sort((a, b) => b.gengateAmount - b.floorAmount - (a.gengateAmount - a.floorAmount))
     .slice(0, top);
-  print('\nµs per request by origin (main thread samples), largest excess first:');
+  print(`\n${unit} per request by origin, largest excess first:`);
   print(
     formatTable(
       ['origin', 'floor', 'gengate', 'excess'],
       rows.map((row) => [
         row.origin,
-        fixed(row.floorUs, 1),
-        fixed(row.gengateUs, 1),
-        fixed(row.gengateUs - row.floorUs, 1),
+        fixed(row.floorAmount, 1),
+        fixed(row.gengateAmount, 1),
+        fixed(row.gengateAmount - row.floorAmount, 1),
       ]),
     ),
   );
-  for (const [label, profiled] of [
+  for (const [label, counted] of [
     ['gengate', gengate],
     ['floor', floor],
   ] as const) {
-    print(`\n${label}: µs per request by function (self time), top ${top}:`);
-    print(
-      formatTable(
-        ['function', 'µs/request'],
-        [...profiled.byFunction]
-          .sort((a, b) => b[1] - a[1])
-          .slice(0, top)
-          .map(([name, microseconds]) => [name, fixed(perRequest(microseconds, profiled.requests), 2)]),
-      ),
-    );
+    print(`\n${label}: ${unit} per request by function (self), top ${top}:`);
+    printRanked(counted.byFunction, counted.requests, scale);
   }
+}
+
+function printRanked(amounts: Map<string, number>, requests: number, scale: number): void {
+  print(
+    formatTable(
+      ['', 'per request'],
+      [...amounts]
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, top)
+        .map(([name, amount]) => [name, fixed(perRequest(amount, requests) / scale, 2)]),
+    ),
+  );
+}
+
+function printComparison(floor: Profiled, gengate: Profiled): void {
+  printBreakdown(floor, gengate, 'µs (main-thread samples)', 1);
   print(
     `\nCPU per request (every thread): floor ${fixed(floor.cpuMicrosecondsPerRequest, 1)} µs, gengate ` +
       `${fixed(gengate.cpuMicrosecondsPerRequest, 1)} µs, ratio ` +
       fixed(gengate.cpuMicrosecondsPerRequest / floor.cpuMicrosecondsPerRequest, 2),
   );
+}
+
+const BYTES_PER_KB = 1_024;
+
+/** Warms a started target up, samples its allocations under the load, and stops it. */
+async function sampleTarget({ target, process: owner }: Started, bodyFile: string) {
+  const load = loadFor(bodyFile);
+  await measure(target, { ...load, durationSeconds: WARMUP_SECONDS });
+  const sampled = await sampleAllocation(target, { ...load, durationSeconds });
+  await owner.stop();
+  print(`${target.label}: ${fixed(sampled.bytesPerRequest / BYTES_PER_KB, 1)} KB allocated per request`);
+  return { requests: sampled.requests, ...allocationBreakdown(sampled.tree) } satisfies Counted &
+    AllocationBreakdown;
+}
+
+function printAllocations(floor: Counted, gengate: Counted & AllocationBreakdown): void {
+  printBreakdown(floor, gengate, 'KB allocated', BYTES_PER_KB);
+  print(`\ngengate: KB allocated per request by the gengate function on the stack that asked for them:`);
+  printRanked(gengate.byCaller, gengate.requests, BYTES_PER_KB);
 }
 
 const workDir = mkdtempSync(join(tmpdir(), 'gengate-profile-'));
@@ -150,48 +206,52 @@ try {
     `profiling ${rate === undefined ? 'at full load' : `at ${rate} req/s`} for ${durationSeconds} s each`,
   );
 
-  const floorDir = join(workDir, 'floor-profile');
-  const floorPort = await freePort();
-  const floorProcess = spawnPinned('fastify-forward', PROXY_CORE, process.execPath, [
-    ...PRODUCTION_NODE_FLAGS,
-    '--cpu-prof',
-    `--cpu-prof-dir=${floorDir}`,
-    FASTIFY_FORWARD,
-    '--port',
-    String(floorPort),
-    '--upstream',
-    upstreamUrl,
-  ]);
-  started.push(floorProcess);
-  await waitForPort(floorProcess, floorPort, START_TIMEOUT_MS);
-  const floor = await profileTarget(
-    { id: 'floor', label: 'floor', url: `http://127.0.0.1:${floorPort}`, pid: floorProcess.pid },
-    floorProcess,
-    floorDir,
-    bodyFile,
-  );
-
-  const gengateDir = join(workDir, 'gengate-profile');
-  const gengate = await startGengate({
-    workDir,
-    upstreamUrl,
-    redisUrl: redis.url,
-    nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${gengateDir}`],
-  });
-  started.push(gengate.process);
-  const profiled = await profileTarget(
-    {
+  const profilerFlags = (dir: string) =>
+    values.allocations === true ? ALLOCATION_SAMPLER_FLAGS : ['--cpu-prof', `--cpu-prof-dir=${dir}`];
+  // Started one after the other, each measured alone: the floor first, then gengate.
+  const startFloor = async (): Promise<Started> => {
+    const profileDir = join(workDir, 'floor-profile');
+    const port = await freePort();
+    const child = spawnPinned('fastify-forward', PROXY_CORE, process.execPath, [
+      ...PRODUCTION_NODE_FLAGS,
+      ...profilerFlags(profileDir),
+      FASTIFY_FORWARD,
+      '--port',
+      String(port),
+      '--upstream',
+      upstreamUrl,
+    ]);
+    started.push(child);
+    await waitForPort(child, port, START_TIMEOUT_MS);
+    const target = { id: 'floor', label: 'floor', url: `http://127.0.0.1:${port}`, pid: child.pid };
+    return { target, process: child, profileDir };
+  };
+  const startOurs = async (): Promise<Started> => {
+    const profileDir = join(workDir, 'gengate-profile');
+    const gengate = await startGengate({
+      workDir,
+      upstreamUrl,
+      redisUrl: redis.url,
+      nodeFlags: profilerFlags(profileDir),
+    });
+    started.push(gengate.process);
+    const target = {
       id: 'gengate',
       label: 'gengate',
       url: `http://127.0.0.1:${gengate.port}`,
       pid: gengate.process.pid,
       authorization: gengate.authorization,
-    },
-    gengate.process,
-    gengateDir,
-    bodyFile,
-  );
-  printComparison(floor, profiled);
+    };
+    return { target, process: gengate.process, profileDir };
+  };
+
+  if (values.allocations === true) {
+    const floor = await sampleTarget(await startFloor(), bodyFile);
+    printAllocations(floor, await sampleTarget(await startOurs(), bodyFile));
+  } else {
+    const floor = await profileTarget(await startFloor(), bodyFile);
+    printComparison(floor, await profileTarget(await startOurs(), bodyFile));
+  }
 } finally {
   await Promise.all(started.map((child) => child.stop()));
   rmSync(workDir, { recursive: true, force: true });
