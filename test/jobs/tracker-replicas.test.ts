@@ -114,8 +114,9 @@ test('two replicas together poll a credential at most maxPollsPerSecondPerCreden
 }, 60_000);
 
 test("the upstream's 429 puts a job off by its Retry-After, on every replica", async () => {
-  // Five requests a minute: 3 creates and 2 polls spend them; then each poll meets a 429 with a
-  // Retry-After of about 12 s. The first poll waits for all 3 creates; then every 10 ms.
+  // Five requests a minute: the two replicas' start-up credential checks and the 3 creates spend them;
+  // then each poll meets a 429 with a Retry-After of about 12 s. The first poll waits for all 3 creates;
+  // then every 10 ms.
   await start(
     { requestsPerMinute: 5, queuedMs: 0, processingMs: 0 },
     '{ leaseMs: 500, firstPollMs: 1000, maxPollIntervalMs: 10, maxPollsPerSecondPerCredential: 50 }',

@@ -136,7 +136,7 @@ it('lists the tenant its own deliveries, redelivers a dead one, and answers anot
   const redelivered = await call(`/v1/gateway/webhook-deliveries/${id}/redeliver`, alpha.key, 'POST');
   expect(redelivered.status).toBe(202);
   expect(await redelivered.json()).toEqual({ status: 202, data: { id, queued: true } });
-  await waitFor('the redelivery', () => receiver.requests.length === before + 1);
+  await waitFor('the redelivery', () => receiver.requests.length >= before + 1);
   expect(receiver.requests.at(-1)?.headers['webhook-id']).toBe(id);
   await waitFor(
     'the list to show it delivered',
