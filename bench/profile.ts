@@ -4,7 +4,7 @@
 // connections), and only the samples taken while the load ran are counted, divided by the requests served:
 // µs per request by origin (gengate's folders, each dependency, Node's internals, the collector) and by
 // function. With `--allocations`, the same for the bytes allocated per request (V8's sampling heap
-// profiler, bench/allocation.ts), also by the gengate module that asked for them. Run `npm run build`
+// profiler, bench/allocation.ts), also by the gengate function that asked for them. Run `npm run build`
 // first: gengate runs compiled, as deployed. See docs/performance.md.
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -58,12 +58,16 @@ const print = (text = ''): void => {
   process.stdout.write(`${text}\n`);
 };
 
-interface Profiled {
+/** What a target did under the measured load, counted per origin and per function. */
+interface Counted {
   requests: number;
-  /** The process's CPU (every thread) during the measured load, per request. */
-  cpuMicrosecondsPerRequest: number;
   byOrigin: Map<string, number>;
   byFunction: Map<string, number>;
+}
+
+interface Profiled extends Counted {
+  /** The process's CPU (every thread) during the measured load, per request. */
+  cpuMicrosecondsPerRequest: number;
 }
 
 const loadFor = (bodyFile: string) => ({
@@ -113,12 +117,6 @@ async function profileTarget({ target, process: owner, profileDir }: Started, bo
 }
 
 const perRequest = (amount: number | undefined, requests: number) => (amount ?? 0) / requests;
-
-interface Counted {
-  requests: number;
-  byOrigin: Map<string, number>;
-  byFunction: Map<string, number>;
-}
 
 /** `unit` per request by origin, floor beside gengate, largest excess first; then each one's top functions. */
 function printBreakdown(floor: Counted, gengate: Counted, unit: string, scale: number): void {
