@@ -383,8 +383,23 @@ async function measureGengate(
 ) {
   const { gengate, redis } = bench;
   const { workDir, bodyFile } = context;
-  // Before the allocation step: the heap sampler's inspector session leaves memory of its own in the
-  // target (RSS 185 → 232 MB in a soak that followed it, `npm run bench -- --soak 300`).
+  const storeTrips: StoreTrips = await countStoreTrips({
+    redisPort: redis.port,
+    url: `${gengateTarget(gengate).url}${SUBMISSION_PATH}`,
+    authorization: gengate.authorization,
+    requests: options.smoke ? SMOKE_STORE_TRIP_REQUESTS : STORE_TRIP_REQUESTS,
+  });
+  const storeWaits: StoreWaits = await measureStoreWaits({
+    workDir,
+    upstreamUrl: bench.upstreamUrl,
+    redisPort: redis.port,
+    delayMs: STORE_WAIT_DELAY_MS,
+    requests: options.smoke ? SMOKE_STORE_WAIT_REQUESTS : STORE_WAIT_REQUESTS,
+  });
+  // After the store steps: a ten-minute soak leaves millions of jobs for the tracker to follow, and Redis
+  // would not be quiet again for the round trips to be counted. Before the allocation step: the heap
+  // sampler's inspector session leaves memory of its own in the target (RSS 185 → 232 MB in a soak that
+  // followed it, `npm run bench -- --soak 300`).
   const soak =
     options.soakSeconds > 0
       ? await runSoak({
@@ -410,19 +425,6 @@ async function measureGengate(
       durationSeconds: Math.min(options.durationSeconds, ALLOCATION_SECONDS),
     });
   }
-  const storeTrips: StoreTrips = await countStoreTrips({
-    redisPort: redis.port,
-    url: `${gengateTarget(gengate).url}${SUBMISSION_PATH}`,
-    authorization: gengate.authorization,
-    requests: options.smoke ? SMOKE_STORE_TRIP_REQUESTS : STORE_TRIP_REQUESTS,
-  });
-  const storeWaits: StoreWaits = await measureStoreWaits({
-    workDir,
-    upstreamUrl: bench.upstreamUrl,
-    redisPort: redis.port,
-    delayMs: STORE_WAIT_DELAY_MS,
-    requests: options.smoke ? SMOKE_STORE_WAIT_REQUESTS : STORE_WAIT_REQUESTS,
-  });
   // In this process: judging a body is synchronous work, timed directly (bench/stall-budget.ts).
   const stallBudget = measureStallBudget(
     options.smoke
