@@ -471,7 +471,7 @@ export const CONFIG_OPTION_DOCS: Readonly<Record<string, OptionDoc>> = {
     text: 'the same bound in bytes, which takes precedence when above 0 (for a process without a container limit).',
   },
   'server.overload.maxQueueWaitMs': {
-    text: "how long a request may have waited before the gateway reads its head (in the kernel's accept queue, or behind a busy event loop) and still be served; past it `503 overloaded` with `Retry-After` at once, its body not read, and `/readyz` answers 503 for the next 250 ms ([reliability](reliability.md#overload)). 0 turns the check off.",
+    text: "how long a request may have waited before the gateway reads its head (in the kernel's accept queue, or behind a busy event loop) and still be served; past it `503 overloaded` with `Retry-After` at once, its body not read, and `/readyz` answers 503 for the next `retryAfterSeconds` ([reliability](reliability.md#overload)). 0 turns the check off.",
   },
   'server.listenBacklog': {
     text: "connections the kernel queues for the gateway before it accepts them (Node's default: 511); Linux caps it at `net.core.somaxconn`. Past it new connections are dropped and their clients retry after a second or more, where a queued one is answered, with a fast `503 overloaded` when it waited past `maxQueueWaitMs` ([reliability](reliability.md#overload)). Read at start-up only.",

@@ -74,18 +74,20 @@ export function createAdmitHook(options: AdmitHookOptions) {
         }
         if (check?.intent === 'claim') {
           request.gateway.ownershipClaim = { requestId: check.requestId, tenantId: tenant.id };
-          const job = { requestId: check.requestId, tenantId: tenant.id, credential: tenant.credential };
-          if (reservation !== undefined && result.unreserved !== undefined) {
-            options.onUnreserved(tenant.id);
-            // Followed once the store answers again, when the create's answer says it may run.
-            const admittedAtMs = options.now();
-            request.gateway.unreservedJob = {
-              ...job,
-              reservation,
-              unreserved: result.unreserved,
-              admittedAtMs,
-            };
-          } else if (reservation !== undefined) request.gateway.job = job;
+          if (reservation !== undefined) {
+            const job = { requestId: check.requestId, tenantId: tenant.id, credential: tenant.credential };
+            if (result.unreserved === undefined) request.gateway.job = job;
+            else {
+              options.onUnreserved(tenant.id);
+              // Followed once the store answers again, when the create's answer says it may run.
+              request.gateway.unreservedJob = {
+                ...job,
+                reservation,
+                unreserved: result.unreserved,
+                admittedAtMs: options.now(),
+              };
+            }
+          }
         }
         return undefined;
     }

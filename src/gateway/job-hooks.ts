@@ -118,9 +118,9 @@ export function installJobFollowing(app: FastifyInstance, config: GatewayConfig,
       const { firstPollMs } = config.jobs;
       store.jobs.adopt({ ...unreservedJob, answer, firstPollMs }, onUnreservedDropped);
     }
-    if (job !== undefined && isSuccess(reply.statusCode)) {
+    if (job !== undefined && answer === 'accepted') {
       store.jobs.submitted(job.requestId, config.jobs.firstPollMs).catch(logFailure(request));
-    } else if (job !== undefined && !UNKNOWN_OUTCOME_STATUSES.has(reply.statusCode)) {
+    } else if (job !== undefined && answer === undefined) {
       store.jobs.settle(job, { outcome: 'refused' }).catch(logFailure(request));
     }
     done(null, payload);

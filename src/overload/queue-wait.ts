@@ -39,8 +39,8 @@ const MAX_MARKS = 100;
 
 export interface QueueWaitOptions {
   maxQueueWaitMs: number;
-  /** The answer of a connection shed when accepted. */
-  answer: () => GatewayError;
+  /** The answer of a connection shed when accepted (the same for each: built once). */
+  answer: GatewayError;
   onShed: () => void;
 }
 
@@ -122,7 +122,7 @@ export function watchQueueWait(server: Server, options: QueueWaitOptions): Queue
     const waited = Math.max(loopWaitMs(now), queuedForMs(now));
     if (waited > options.maxQueueWaitMs) {
       options.onShed();
-      answerAtAccept(socket, options.answer());
+      answerAtAccept(socket, options.answer);
       return;
     }
     socket[ARRIVED_AT] = now - waited;

@@ -130,7 +130,7 @@ export const loadShedding = fp<LoadSheddingOptions>(
       maxQueueWaitMs > 0
         ? watchQueueWait(app.server, {
             maxQueueWaitMs,
-            answer: () => overloadedError(settings.retryAfterSeconds, 'replica_overloaded'),
+            answer: overloadedError(settings.retryAfterSeconds, 'replica_overloaded'),
             onShed: shedForQueueWait,
           })
         : undefined;

@@ -60,7 +60,7 @@ class CanonicalWriter {
   }
 
   /** `value`, which is `container[key]`; the top-level object's requestId is left out. */
-  write(value: unknown, container?: object, key?: string | number): void {
+  write(value: unknown, container?: object, key?: string): void {
     if (value instanceof CanonicalNumber) {
       this.#append(`n${value.text};`);
     } else if (typeof value === 'number') {
@@ -71,9 +71,8 @@ class CanonicalWriter {
       this.#writeString(value);
     } else if (Array.isArray(value)) {
       this.#append('[');
-      (value as unknown[]).forEach((item, index) => {
-        this.write(item, value, index);
-      });
+      // No key: an array's numbers have no kept text (only objects' members do).
+      for (const item of value as unknown[]) this.write(item, value);
       this.#append(']');
     } else if (typeof value === 'object' && value !== null) {
       const object = value as Record<string, unknown>;

@@ -28,6 +28,8 @@ export interface AdoptUnreservedOptions {
 }
 
 interface Waiting {
+  /** The job's canonical request id, its key in the waiting list. */
+  key: string;
   job: UnreservedJob;
   onDropped: (job: UnreservedJob) => void;
 }
@@ -70,7 +72,7 @@ export function createAdoptUnreserved(
     // Not answered: they wait for the next recovery (adopting is once only, so sending again is safe).
     if (!Array.isArray(replies)) return false;
     batch.forEach((entry, index) => {
-      waiting.delete(canonicalRequestId(entry.job.requestId));
+      waiting.delete(entry.key);
       if (replies[index] !== 'adopted' && replies[index] !== 'known') entry.onDropped(entry.job);
     });
     return true;
@@ -81,7 +83,12 @@ export function createAdoptUnreserved(
     sending = true;
     try {
       while (waiting.size > 0 && !calls.breaker.open) {
-        const batch = [...waiting.values()].slice(0, JOBS_PER_CALL);
+        // The first JOBS_PER_CALL, without copying a list of up to MAX_UNRESERVED_JOBS for each batch.
+        const batch: Waiting[] = [];
+        for (const entry of waiting.values()) {
+          batch.push(entry);
+          if (batch.length === JOBS_PER_CALL) break;
+        }
         if (!(await sendBatch(batch))) return;
       }
     } finally {
@@ -98,7 +105,8 @@ export function createAdoptUnreserved(
       onDropped(job);
       return;
     }
-    waiting.set(canonicalRequestId(job.requestId), { job, onDropped });
+    const key = canonicalRequestId(job.requestId);
+    waiting.set(key, { key, job, onDropped });
     void sendWaiting();
   };
 }
