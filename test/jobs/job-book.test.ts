@@ -180,6 +180,30 @@ test('on Redis, a create with budgets and both caps is still one script call', a
   }
 });
 
+// Regression: a tenant without rate limits took two store calls per create (the claim, then the
+// reservation), because an empty list of limits counted as decided without the store.
+test('on Redis, a create of a tenant without rate limits is one script call too', async () => {
+  const store = await open('redis');
+  const tenant = `no-limits-${randomUUID().slice(0, 8)}`;
+  try {
+    const full = reservation({ dailyMicroUsd: 5 * PRICE, tenantMaxInFlight: 5 });
+    await store.admission.admit(tenant, [], claim(), full); // defines the script (EVAL); measured below
+    const check = claim();
+    const commands = await clientCommandsDuring(redis, async () => {
+      expect(await store.admission.admit(tenant, [], check, full)).toEqual({
+        kind: 'decided',
+        decision: undefined,
+        unreserved: undefined,
+      });
+    });
+    expect(commands.map((command) => (command[0] ?? '').toLowerCase())).toEqual(['evalsha']);
+    expect(await store.ownership.owns(check.requestId, tenant)).toBe(true);
+    expect((await store.jobs.usage(tenant, 5 * PRICE, undefined)).jobsInFlight).toBe(2);
+  } finally {
+    await store.close();
+  }
+});
+
 test('on Redis, the jobs whose creates were answered in one turn are marked submitted in one script call', async () => {
   const store = await open('redis');
   const tenant = `turn-${randomUUID().slice(0, 8)}`;

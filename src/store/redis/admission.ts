@@ -73,7 +73,9 @@ export function createRedisAdmission(calls: StoreCalls, options: RedisAdmissionO
         requestId === undefined ||
         (limits.length === 0 && reservation === undefined) ||
         breaker.open ||
-        decideWithoutStore(limits) !== undefined
+        // A cost beyond its limit is refused without the store. No limit at all is no reason to leave the
+        // script: it still claims the id and takes the reservation in the turn's one call.
+        (limits.length > 0 && decideWithoutStore(limits) !== undefined)
       ) {
         return sequential.admit(tenantId, limits, requestId, reservation);
       }
