@@ -5,6 +5,7 @@ import type { JobBook, JobReservation, ReservationRefusal, TrackedJob } from '..
 import { budgetPeriods } from '../../jobs/calendar.ts';
 import { settledJobOf, trackedJobOf, type StoredJob } from '../../jobs/stored-job.ts';
 import { canonicalRequestId } from '../../ownership/store.ts';
+import { createDueTimes } from './due-times.ts';
 
 export interface MemoryJobBookOptions {
   answerWaitMs: number;
@@ -14,14 +15,18 @@ export interface MemoryJobBookOptions {
 }
 
 const ONE_SECOND_MS = 1_000;
+// A lease looks at this many times the jobs it may lease, earliest due first: some may have to wait for
+// their credential's polls (as in leaseJobs-n.lua).
+const CANDIDATES_PER_LEASED_JOB = 4;
 
 export function createMemoryJobBook(options: MemoryJobBookOptions): JobBook {
   const now = options.now ?? Date.now;
   /** Per tenant: `inflight` and `<period>:reserved` / `<period>:spent`, µUSD. */
   const tenants = new Map<string, Map<string, number>>();
   const credentials = new Map<string, number>();
+  /** In the order of their admission: the first is the oldest. */
   const records = new Map<string, StoredJob>();
-  const due = new Map<string, number>();
+  const due = createDueTimes();
   const pollTimes = new Map<string, number[]>();
 
   const fieldsOf = (tenantId: string) => {
@@ -146,12 +151,14 @@ export function createMemoryJobBook(options: MemoryJobBookOptions): JobBook {
     async leaseDue(count, leaseMs, pollsPerSecond) {
       const at = now();
       const leased: TrackedJob[] = [];
-      for (const [id, dueAt] of [...due].sort((a, b) => a[1] - b[1])) {
-        if (leased.length >= count || dueAt > at) break;
+      for (const { id, dueAt } of due.takeDue(at, count * CANDIDATES_PER_LEASED_JOB)) {
         const job = records.get(id);
         if (job === undefined) continue;
         const needsPoll = job.state !== 'ended' && at - job.admittedAt < options.maxAgeMs;
-        if (needsPoll && !takePoll(job.credential, pollsPerSecond, at)) continue;
+        if (leased.length >= count || (needsPoll && !takePoll(job.credential, pollsPerSecond, at))) {
+          due.set(id, dueAt);
+          continue;
+        }
         due.set(id, at + leaseMs);
         leased.push(trackedJobOf(id, job));
       }
@@ -186,9 +193,11 @@ export function createMemoryJobBook(options: MemoryJobBookOptions): JobBook {
       return credentials.get(credential) ?? 0;
     },
     async backlog() {
-      let oldest: number | undefined;
-      for (const job of records.values()) oldest = Math.min(oldest ?? job.admittedAt, job.admittedAt);
-      return { count: records.size, oldestAdmittedAtMs: oldest };
+      const oldest = records.values().next();
+      return {
+        count: records.size,
+        oldestAdmittedAtMs: oldest.done === true ? undefined : oldest.value.admittedAt,
+      };
     },
   };
 }
