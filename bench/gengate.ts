@@ -62,35 +62,98 @@ function newTenantKey(): string {
   return key;
 }
 
-function configFor(options: {
+/**
+ * The features a configuration turns on, each of which `node bench/feature-costs.ts` removes in turn to
+ * price it. `npm run bench` runs with every one.
+ */
+export interface BenchFeatures {
+  /** A webhook for every end of the tenant's jobs, delivered through the queue and its worker. */
+  webhooks: boolean;
+  /** A daily and a monthly budget for the tenant, caps on its jobs in flight and its credential's. */
+  budgets: boolean;
+  /** Two rate limits, each charged in the store. */
+  rateLimits: boolean;
+  /** A policy with every rule; without it, the default policy (the upstream's own maxima). */
+  policy: boolean;
+  /** The request's log line (info level); without it, only warnings are logged. */
+  requestLog: boolean;
+  /** Redis as the store; without it, the in-memory store of a single replica. */
+  redisStore: boolean;
+}
+
+export const EVERY_FEATURE: BenchFeatures = {
+  webhooks: true,
+  budgets: true,
+  rateLimits: true,
+  policy: true,
+  requestLog: true,
+  redisStore: true,
+};
+
+/** What each step of the feature ladder removes, in order: its name and what it turns off. */
+export const FEATURE_LADDER: readonly { removes: keyof BenchFeatures; label: string }[] = [
+  { removes: 'webhooks', label: 'completion webhooks' },
+  { removes: 'budgets', label: 'budgets and caps on jobs in flight' },
+  { removes: 'rateLimits', label: 'rate limits' },
+  { removes: 'policy', label: 'the policy rules (the defaults remain)' },
+  { removes: 'requestLog', label: 'the request log line' },
+  { removes: 'redisStore', label: 'Redis as the store (memory instead)' },
+];
+
+/**
+ * Every feature, then the same with each step of FEATURE_LADDER removed on top of the steps before it:
+ * the difference between two neighbours is what the step's feature costs, and the differences add up to
+ * the whole of gengate's features.
+ */
+export function featureSteps(): { removed: string | undefined; features: BenchFeatures }[] {
+  const steps: { removed: string | undefined; features: BenchFeatures }[] = [
+    { removed: undefined, features: EVERY_FEATURE },
+  ];
+  for (const { removes, label } of FEATURE_LADDER) {
+    const before = steps.at(-1)!.features;
+    steps.push({ removed: label, features: { ...before, [removes]: false } });
+  }
+  return steps;
+}
+
+export function configFor(options: {
   port: number;
   adminPort: number;
   upstreamUrl: string;
   redisUrl: string;
   key: string;
   commandTimeoutMs: number | undefined;
+  features: BenchFeatures;
 }) {
+  const { features } = options;
   return {
     // The closed loop saturates the proxy by design, and the allocation sampler slows it further: a
     // request may wait past the 250 ms at which a deployed replica sheds it (test/faults/flood.test.ts
     // measures that). A bound no run reaches keeps the watcher, and its cost, in the figures.
     server: { host: '127.0.0.1', port: options.port, overload: { maxQueueWaitMs: UNREACHED_QUEUE_WAIT_MS } },
     admin: { host: '127.0.0.1', port: options.adminPort },
-    logging: { level: 'info', prompts: false },
+    logging: { level: features.requestLog ? 'info' : 'warn', prompts: false },
     upstream: {
       baseUrl: options.upstreamUrl,
-      credentials: { shared: { env: UPSTREAM_TOKEN_ENV, maxJobsInFlight: UNREACHABLE_JOBS_IN_FLIGHT } },
+      credentials: {
+        shared: {
+          env: UPSTREAM_TOKEN_ENV,
+          ...(features.budgets ? { maxJobsInFlight: UNREACHABLE_JOBS_IN_FLIGHT } : {}),
+        },
+      },
     },
     pricing: { images: [{ model: '*', usdPerSample: 0.01 }] },
     webhooks: { allowedDestinations: [LOOPBACK_CIDR], allowHttp: [LOOPBACK_CIDR] },
-    store: {
-      kind: 'redis',
-      redis: {
-        url: options.redisUrl,
-        ...(options.commandTimeoutMs === undefined ? {} : { commandTimeoutMs: options.commandTimeoutMs }),
-      },
-      failMode: 'open',
-    },
+    store: features.redisStore
+      ? {
+          kind: 'redis',
+          redis: {
+            url: options.redisUrl,
+            ...(options.commandTimeoutMs === undefined ? {} : { commandTimeoutMs: options.commandTimeoutMs }),
+          },
+          failMode: 'open',
+        }
+      : { kind: 'memory' },
     tenants: [
       {
         id: 'bench',
@@ -102,43 +165,57 @@ function configFor(options: {
             label: 'bench',
           },
         ],
-        budget: { dailyUsd: UNREACHABLE_BUDGET_USD, monthlyUsd: UNREACHABLE_BUDGET_USD },
-        jobs: { maxInFlight: UNREACHABLE_JOBS_IN_FLIGHT },
-        webhooks: [
-          {
-            id: 'bench',
-            url: `${options.upstreamUrl}${WEBHOOK_PATH}`,
-            secret: { env: WEBHOOK_SECRET_ENV },
-            events: ['job.completed', 'job.failed', 'job.cancelled', 'job.expired'],
-          },
-        ],
+        ...(features.budgets
+          ? {
+              budget: { dailyUsd: UNREACHABLE_BUDGET_USD, monthlyUsd: UNREACHABLE_BUDGET_USD },
+              jobs: { maxInFlight: UNREACHABLE_JOBS_IN_FLIGHT },
+            }
+          : {}),
+        ...(features.webhooks
+          ? {
+              webhooks: [
+                {
+                  id: 'bench',
+                  url: `${options.upstreamUrl}${WEBHOOK_PATH}`,
+                  secret: { env: WEBHOOK_SECRET_ENV },
+                  events: ['job.completed', 'job.failed', 'job.cancelled', 'job.expired'],
+                },
+              ],
+            }
+          : {}),
         // Every rule is present and the benchmark body satisfies each one, so nothing is rewritten.
-        policy: {
-          mode: 'enforce',
-          safetyLevel: { minimum: 'medium', onViolation: 'raise' },
-          samples: { maximum: 4, onViolation: 'clamp' },
-          steps: { maximum: 30, onViolation: 'clamp' },
-          models: { allow: ['vendor@*'] },
-          scanResults: { require: true },
-          outputTypes: ['url'],
-          video: { enabled: true, maxDurationSeconds: 10 },
-        },
-        limits: [
-          {
-            id: 'images',
-            routes: ['images.create'],
-            cost: 'samples',
-            limit: UNREACHABLE_LIMIT,
-            windowSeconds: 60,
-          },
-          {
-            id: 'requests',
-            routes: ['*'],
-            cost: 'requests',
-            limit: UNREACHABLE_LIMIT,
-            windowSeconds: LIMIT_WINDOW_SECONDS,
-          },
-        ],
+        ...(features.policy
+          ? {
+              policy: {
+                mode: 'enforce',
+                safetyLevel: { minimum: 'medium', onViolation: 'raise' },
+                samples: { maximum: 4, onViolation: 'clamp' },
+                steps: { maximum: 30, onViolation: 'clamp' },
+                models: { allow: ['vendor@*'] },
+                scanResults: { require: true },
+                outputTypes: ['url'],
+                video: { enabled: true, maxDurationSeconds: 10 },
+              },
+            }
+          : {}),
+        limits: features.rateLimits
+          ? [
+              {
+                id: 'images',
+                routes: ['images.create'],
+                cost: 'samples',
+                limit: UNREACHABLE_LIMIT,
+                windowSeconds: 60,
+              },
+              {
+                id: 'requests',
+                routes: ['*'],
+                cost: 'requests',
+                limit: UNREACHABLE_LIMIT,
+                windowSeconds: LIMIT_WINDOW_SECONDS,
+              },
+            ]
+          : [],
       },
     ],
   };
@@ -256,6 +333,8 @@ export async function startGengate(options: {
   name?: string;
   /** The store's command timeout, when the default would not do. */
   commandTimeoutMs?: number;
+  /** Every feature unless told. */
+  features?: BenchFeatures;
 }): Promise<BenchGengate> {
   const [port, adminPort] = [await freePort(), await freePort()];
   const key = newTenantKey();
@@ -269,6 +348,7 @@ export async function startGengate(options: {
     redisUrl: options.redisUrl,
     key,
     commandTimeoutMs: options.commandTimeoutMs,
+    features: options.features ?? EVERY_FEATURE,
   });
   const leftOut = new Set<string>();
   const schema =

@@ -8,6 +8,8 @@ export const DEFAULT_WARMUP_SECONDS = 3;
 // spends its time juggling sockets.
 export const DEFAULT_CONNECTIONS = 50;
 export const DEFAULT_FIXED_RATE_PER_SECOND = 2_000;
+// The fixed-rate runs need only enough connections to cover the latency at that rate.
+export const FIXED_RATE_CONNECTIONS = 16;
 export const DEFAULT_SOAK_SAMPLE_SECONDS = 5;
 
 // --smoke: proves the whole pipeline runs (every process, every measurement) in a few seconds, for CI,

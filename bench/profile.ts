@@ -1,11 +1,13 @@
-// `node bench/profile.ts [--rate R] [--duration S] [--top N] [--allocations]`: where each µs of gengate's
-// CPU per request goes beyond its floor's (bench/fastify-forward.ts). Both run under `--cpu-prof` with the
-// benchmark's V8 flags and core, one after the other, at full load (50 connections) or at a fixed rate (16
-// connections), and only the samples taken while the load ran are counted, divided by the requests served:
-// µs per request by origin (gengate's folders, each dependency, Node's internals, the collector) and by
-// function. With `--allocations`, the same for the bytes allocated per request (V8's sampling heap
-// profiler, bench/allocation.ts), also by the gengate function that asked for them. Run `npm run build`
-// first: gengate runs compiled, as deployed. See docs/performance.md.
+// `node bench/profile.ts [--rate R] [--duration S] [--top N] [--allocations] [--no-features]`: where each
+// µs of gengate's CPU per request goes beyond its floor's (bench/fastify-forward.ts). Both run under
+// `--cpu-prof` with the benchmark's V8 flags and core, one after the other, at full load (50 connections)
+// or at a fixed rate (16 connections), and only the samples taken while the load ran are counted, divided
+// by the requests served: µs per request by origin (gengate's folders, each dependency, Node's internals,
+// the collector) and by function. With `--allocations`, the same for the bytes allocated per request (V8's
+// sampling heap profiler, bench/allocation.ts), also by the gengate function that asked for them. With
+// `--no-features`, gengate runs with every optional feature removed (the last step of
+// bench/feature-costs.ts): the path every request takes whatever is configured. Run `npm run build` first:
+// gengate runs compiled, as deployed. See docs/performance.md.
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,9 +21,9 @@ import {
 } from './allocation.ts';
 import { startStaticUpstream } from './baselines.ts';
 import { cpuTimesInWindow, type CpuProfile } from './cpu-profile.ts';
-import { PRODUCTION_NODE_FLAGS, startGengate } from './gengate.ts';
+import { PRODUCTION_NODE_FLAGS, featureSteps, startGengate } from './gengate.ts';
 import { measure, type Target } from './measure.ts';
-import { DEFAULT_CONNECTIONS } from './options.ts';
+import { DEFAULT_CONNECTIONS, FIXED_RATE_CONNECTIONS } from './options.ts';
 import {
   PROXY_CORE,
   cpuSeconds,
@@ -36,7 +38,6 @@ import { SUBMISSION_BODY } from './request-body.ts';
 
 const FASTIFY_FORWARD = fileURLToPath(new URL('fastify-forward.ts', import.meta.url));
 const START_TIMEOUT_MS = 10_000;
-const FIXED_RATE_CONNECTIONS = 16;
 const WARMUP_SECONDS = 3;
 const MICROSECONDS_PER_SECOND = 1_000_000;
 const MILLISECONDS_PER_SECOND = 1_000;
@@ -47,6 +48,7 @@ const { values } = parseArgs({
     duration: { type: 'string' },
     top: { type: 'string' },
     allocations: { type: 'boolean' },
+    'no-features': { type: 'boolean' },
   },
   strict: true,
 });
@@ -231,6 +233,7 @@ try {
       upstreamUrl,
       redisUrl: redis.url,
       nodeFlags: profilerFlags(profileDir),
+      ...(values['no-features'] === true ? { features: featureSteps().at(-1)!.features } : {}),
     });
     started.push(gengate.process);
     const target = {

@@ -25,7 +25,7 @@ import { buildGengateAt, startGengate, type BenchGengate, type OtherBuild } from
 import { startBareProxy, startFastifyForward, startNginx, startStaticUpstream } from './baselines.ts';
 import { wrkPath } from './load.ts';
 import { measure, median, type Measurement, type Target } from './measure.ts';
-import { parseBenchOptions, type BenchOptions } from './options.ts';
+import { FIXED_RATE_CONNECTIONS, parseBenchOptions, type BenchOptions } from './options.ts';
 import { pinningNote, type BenchProcess } from './processes.ts';
 import { startRedis } from './redis.ts';
 import {
@@ -62,8 +62,6 @@ const SMOKE_STORE_TRIP_REQUESTS = 50;
 const STORE_WAIT_DELAY_MS = 25;
 const STORE_WAIT_REQUESTS = 41;
 const SMOKE_STORE_WAIT_REQUESTS = 11;
-// The fixed-rate runs need only enough connections to cover the latency at that rate.
-const FIXED_RATE_CONNECTIONS = 16;
 const PROFILE_TOP_FUNCTIONS = 25;
 // The Node targets, whose allocations V8 can sample (and the other build of gengate, with --against); a
 // few seconds of load give tens of thousands of samples each.
