@@ -60,16 +60,17 @@ const STEPS: Step[] = [
 /** The step's target, started with whatever it needs, and everything started for it. */
 async function startStep(step: Step, workDir: string, upstreamUrl: string) {
   const started: BenchProcess[] = [];
+  const targetOn = (port: number, process: BenchProcess, authorization?: string): Target => ({
+    id: step.features === undefined ? 'floor' : 'gengate',
+    label: step.label,
+    url: `http://127.0.0.1:${port}`,
+    pid: process.pid,
+    ...(authorization === undefined ? {} : { authorization }),
+  });
   if (step.features === undefined) {
     const floor = await startFastifyForward(upstreamUrl);
     started.push(floor.process);
-    const target: Target = {
-      id: 'floor',
-      label: step.label,
-      url: `http://127.0.0.1:${floor.port}`,
-      pid: floor.process.pid,
-    };
-    return { target, started };
+    return { target: targetOn(floor.port, floor.process), started };
   }
   // A fresh Redis (or none): no step follows or delivers the jobs of another.
   const redis = step.features.redisStore ? await startRedis() : undefined;
@@ -81,14 +82,7 @@ async function startStep(step: Step, workDir: string, upstreamUrl: string) {
     features: step.features,
   });
   started.push(gengate.process);
-  const target: Target = {
-    id: 'gengate',
-    label: step.label,
-    url: `http://127.0.0.1:${gengate.port}`,
-    pid: gengate.process.pid,
-    authorization: gengate.authorization,
-  };
-  return { target, started };
+  return { target: targetOn(gengate.port, gengate.process, gengate.authorization), started };
 }
 
 async function measureStep(step: Step, workDir: string, upstreamUrl: string, bodyFile: string) {
