@@ -1,6 +1,7 @@
 // gengate with every feature on: a configuration file written for the run (one tenant, a policy that
-// leaves the benchmark body untouched, two rate limits on the run's Redis, metrics, info-level logs to a
-// file) and the process started from the very Node that runs the benchmark. With --against, another git
+// leaves the benchmark body untouched, two rate limits on the run's Redis, budgets, webhooks, metrics,
+// info-level logs to a file) and the process started from the very Node that runs the benchmark; the
+// feature ladder (bench/feature-costs.ts) turns the features off one by one. With --against, another git
 // revision of gengate is compiled too, to run with the same configuration.
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes, randomInt } from 'node:crypto';
