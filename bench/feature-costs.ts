@@ -21,6 +21,7 @@ import {
   DEFAULT_ROUNDS,
   DEFAULT_WARMUP_SECONDS,
   FIXED_RATE_CONNECTIONS,
+  wholeNumber,
 } from './options.ts';
 import type { BenchProcess } from './processes.ts';
 import { startRedis } from './redis.ts';
@@ -35,9 +36,13 @@ const { values } = parseArgs({
   },
   strict: true,
 });
-const rounds = Number(values.rounds ?? DEFAULT_ROUNDS);
-const durationSeconds = Number(values.duration ?? DEFAULT_DURATION_SECONDS);
-const rate = values.rate === undefined ? undefined : Number(values.rate);
+const USAGE = 'usage: node bench/feature-costs.ts [--rounds N] [--duration S] [--rate R]';
+const rounds = Math.max(1, wholeNumber('rounds', values.rounds, DEFAULT_ROUNDS, USAGE));
+const durationSeconds = Math.max(
+  1,
+  wholeNumber('duration', values.duration, DEFAULT_DURATION_SECONDS, USAGE),
+);
+const rate = values.rate === undefined ? undefined : Math.max(1, wholeNumber('rate', values.rate, 0, USAGE));
 
 const print = (text = ''): void => {
   process.stdout.write(`${text}\n`);

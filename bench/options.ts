@@ -37,10 +37,11 @@ export interface BenchOptions {
 const USAGE = `usage: npm run bench -- [--duration S] [--rounds N] [--warmup S] [--connections N] [--rate R]
                         [--soak S] [--profile] [--smoke] [--against GIT-REF]`;
 
-function wholeNumber(name: string, text: string | undefined, fallback: number): number {
+/** The value of option `--name`, a whole number, or `fallback` when it is not given; `usage` on a mistake. */
+export function wholeNumber(name: string, text: string | undefined, fallback: number, usage = USAGE): number {
   if (text === undefined) return fallback;
   const value = Number(text);
-  if (!Number.isInteger(value) || value < 0) throw new Error(`--${name} must be a whole number\n${USAGE}`);
+  if (!Number.isInteger(value) || value < 0) throw new Error(`--${name} must be a whole number\n${usage}`);
   return value;
 }
 

@@ -10,6 +10,7 @@ import type { JobReservation } from '../../src/jobs/book.ts';
 import { createMetrics } from '../../src/observability/metrics.ts';
 import type { LimitRequest } from '../../src/ratelimit/types.ts';
 import type { GatewayStore, StoreJobOptions } from '../../src/store/gateway-store.ts';
+import { createMemoryJobBook } from '../../src/store/memory/job-book.ts';
 import { openStore } from '../../src/store/open-store.ts';
 import { clientCommandsDuring, startRedisServer, type RedisServer } from '../support/redis-server.ts';
 
@@ -231,6 +232,27 @@ test('on Redis, the jobs whose creates were answered in one turn are marked subm
   } finally {
     await store.close();
   }
+});
+
+// Regression: the memory book reads its oldest job from its first record; an id reserved again kept its
+// place with a younger admission, and the oldest job's age (which an alert watches) read too young.
+test('in memory, the oldest job is the oldest admission, also after an id is reserved again', async () => {
+  let nowMs = 1_000;
+  const book = createMemoryJobBook({
+    answerWaitMs: 1_000,
+    leaseMs: 30_000,
+    maxAgeMs: 86_400_000,
+    now: () => nowMs,
+  });
+  const tenant = 'oldest';
+  const [first, second] = [randomUUID(), randomUUID()];
+  await book.reserve(tenant, first, reservation({ monthlyMicroUsd: undefined }));
+  nowMs = 2_000;
+  await book.reserve(tenant, second, reservation({ monthlyMicroUsd: undefined }));
+  expect(await book.backlog()).toEqual({ count: 2, oldestAdmittedAtMs: 1_000 });
+  nowMs = 3_000;
+  await book.reserve(tenant, first, reservation({ monthlyMicroUsd: undefined }));
+  expect(await book.backlog()).toEqual({ count: 2, oldestAdmittedAtMs: 2_000 });
 });
 
 describe('a store that cannot answer', () => {

@@ -91,6 +91,9 @@ export function createMemoryJobBook(options: MemoryJobBookOptions): JobBook {
       add(fields, 'inflight', 1);
       credentials.set(reservation.credential, (credentials.get(reservation.credential) ?? 0) + 1);
       const id = canonicalRequestId(requestId);
+      // An id reserved again (its claim expired before its job ended) moves to the end: the first record
+      // stays the oldest, as backlog() reads it.
+      records.delete(id);
       records.set(id, {
         tenant: tenantId,
         route: reservation.route,

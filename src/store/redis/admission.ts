@@ -1,8 +1,9 @@
 // Admission on a single Redis in one round trip: one script (admit-n.lua) checks the request id, charges
 // the limits and claims the id only when the charge is admitted; the requests of one event-loop turn
 // share one call of it. Anything it cannot decide goes the sequential way: a store that is failing (the
-// shared breaker sends both steps to their fallbacks), a charge decided without the store, or an id the
-// store does not know but this replica may have claimed while the store was down.
+// shared breaker sends both steps to their fallbacks), a cost beyond its limit (refused without the store),
+// a request with neither limits nor a reservation, or an id the store does not know but this replica may
+// have claimed while the store was down.
 import {
   createSequentialAdmission,
   type Admission,
