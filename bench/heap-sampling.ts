@@ -9,6 +9,10 @@ import { allocationFiles } from './allocation-files.ts';
 
 // Bytes between samples, on average; V8 scales each sample, so the sums estimate every byte allocated.
 const SAMPLING_INTERVAL_BYTES = 4_096;
+// `node bench/profile.ts --allocations --promoted` sets this: the objects the young generation's
+// collections freed are left out, so what remains lived long enough to be promoted to the old generation
+// (or was still alive when sampling stopped): the bytes that make the old generation's collections.
+const PROMOTED_ONLY = process.env.BENCH_ALLOCATIONS_PROMOTED === '1';
 
 const files = allocationFiles(process.pid);
 // Signals are handled one at a time: a second SIGUSR2 while sampling starts or stops waits its turn.
@@ -20,7 +24,7 @@ async function start(): Promise<void> {
   session.connect();
   await session.post('HeapProfiler.startSampling', {
     samplingInterval: SAMPLING_INTERVAL_BYTES,
-    includeObjectsCollectedByMinorGC: true,
+    includeObjectsCollectedByMinorGC: !PROMOTED_ONLY,
     includeObjectsCollectedByMajorGC: true,
   });
   sampling = session;

@@ -1,13 +1,14 @@
-// `node bench/profile.ts [--rate R] [--duration S] [--top N] [--allocations] [--no-features]`: where each
-// µs of gengate's CPU per request goes beyond its floor's (bench/fastify-forward.ts). Both run under
-// `--cpu-prof` with the benchmark's V8 flags and core, one after the other, at full load (50 connections)
-// or at a fixed rate (16 connections), and only the samples taken while the load ran are counted, divided
-// by the requests served: µs per request by origin (gengate's folders, each dependency, Node's internals,
-// the collector) and by function. With `--allocations`, the same for the bytes allocated per request (V8's
-// sampling heap profiler, bench/allocation.ts), also by the gengate function that asked for them. With
-// `--no-features`, gengate runs with every optional feature removed (the last step of
-// bench/feature-costs.ts): the path every request takes whatever is configured. Run `npm run build` first:
-// gengate runs compiled, as deployed. See docs/performance.md.
+// `node bench/profile.ts [--rate R] [--duration S] [--top N] [--allocations [--promoted]] [--no-features]`:
+// where each µs of gengate's CPU per request goes beyond its floor's (bench/fastify-forward.ts). Both run
+// under `--cpu-prof` with the benchmark's V8 flags and core, one after the other, at full load (50
+// connections) or at a fixed rate (16 connections), and only the samples taken while the load ran are
+// counted, divided by the requests served: µs per request by origin (gengate's folders, each dependency,
+// Node's internals, the collector) and by function. With `--allocations`, the same for the bytes allocated
+// per request (V8's sampling heap profiler, bench/allocation.ts), also by the gengate function that asked
+// for them; with `--promoted`, only the bytes that outlived the young generation
+// (bench/heap-sampling.ts). With `--no-features`, gengate runs with every optional feature removed (the
+// last step of bench/feature-costs.ts): the path every request takes whatever is configured. Run
+// `npm run build` first: gengate runs compiled, as deployed. See docs/performance.md.
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -49,9 +50,15 @@ const { values } = parseArgs({
     top: { type: 'string' },
     allocations: { type: 'boolean' },
     'no-features': { type: 'boolean' },
+    promoted: { type: 'boolean' },
   },
   strict: true,
 });
+if (values.promoted === true) {
+  if (values.allocations !== true) throw new Error('--promoted needs --allocations');
+  // Read by the preloaded sampler of every target started below (bench/heap-sampling.ts).
+  process.env.BENCH_ALLOCATIONS_PROMOTED = '1';
+}
 const rate = values.rate === undefined ? undefined : Number(values.rate);
 const durationSeconds = Number(values.duration ?? '10');
 const top = Number(values.top ?? '30');
