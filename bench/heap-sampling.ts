@@ -9,9 +9,9 @@ import { allocationFiles } from './allocation-files.ts';
 
 // Bytes between samples, on average; V8 scales each sample, so the sums estimate every byte allocated.
 const SAMPLING_INTERVAL_BYTES = 4_096;
-// `node bench/profile.ts --allocations --promoted` sets this: the objects the young generation's
-// collections freed are left out, so what remains lived long enough to be promoted to the old generation
-// (or was still alive when sampling stopped): the bytes that make the old generation's collections.
+// `node bench/profile.ts --allocations --promoted` sets this: the objects the scavenges freed are left
+// out, so what remains was promoted to the old generation, died in the young generation during a
+// mark-compact (which collects both), or was still alive when sampling stopped.
 const PROMOTED_ONLY = process.env.BENCH_ALLOCATIONS_PROMOTED === '1';
 
 const files = allocationFiles(process.pid);

@@ -5,10 +5,10 @@
 // counted, divided by the requests served: µs per request by origin (gengate's folders, each dependency,
 // Node's internals, the collector) and by function. With `--allocations`, the same for the bytes allocated
 // per request (V8's sampling heap profiler, bench/allocation.ts), also by the gengate function that asked
-// for them; with `--promoted`, only the bytes that outlived the young generation
-// (bench/heap-sampling.ts). With `--no-features`, gengate runs with every optional feature removed (the
-// last step of bench/feature-costs.ts): the path every request takes whatever is configured. Run
-// `npm run build` first: gengate runs compiled, as deployed. See docs/performance.md.
+// for them; with `--promoted`, only the bytes the scavenges did not free (bench/heap-sampling.ts). With
+// `--no-features`, gengate runs with every optional feature removed (the last step of
+// bench/feature-costs.ts): the path every request takes whatever is configured. Run `npm run build`
+// first: gengate runs compiled, as deployed. See docs/performance.md.
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
