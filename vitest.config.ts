@@ -7,7 +7,7 @@ export default defineConfig({
     // `npm run test:faults`.
     exclude: [...configDefaults.exclude, 'test/deploy/**', 'test/faults/**'],
     // The secret canary: a key or token in anything gengate produced fails the test (secret-canary.ts).
-    setupFiles: ['test/support/secret-canary-setup.ts'],
+    setupFiles: ['test/support/secret-canary-setup.ts', 'test/support/temp-folders-setup.ts'],
     // Several suites start their own Redis and gateway processes; two cores cannot run many at once.
     maxWorkers: 2,
     testTimeout: 20_000,

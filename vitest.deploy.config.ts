@@ -6,7 +6,7 @@ export default defineConfig({
   test: {
     include: ['test/deploy/**/*.test.ts'],
     // The secret canary, as in npm test: a key or token in anything gengate produced fails the test.
-    setupFiles: ['test/support/secret-canary-setup.ts'],
+    setupFiles: ['test/support/secret-canary-setup.ts', 'test/support/temp-folders-setup.ts'],
     fileParallelism: false,
     testTimeout: 300_000,
     hookTimeout: 600_000,

@@ -2,13 +2,13 @@
 // unless told otherwise, and the secret canary searches all it writes (secret-canary.ts).
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { SimulatorOptions } from '../../src/simulator/app.ts';
 import { startSimulator, type SimulatorServer } from '../../src/simulator/server.ts';
 import { killedOnExit } from './killed-on-exit.ts';
+import { makeTempFolder } from './temp-folders.ts';
 import { CANARY_UPSTREAM_TOKENS, searchProduced, streamSearch } from './secret-canary.ts';
 
 export interface GatewayProcess {
@@ -145,9 +145,9 @@ export function oneTenantConfig(options: OneTenantConfig): string {
   ].join('\n');
 }
 
-/** Writes a configuration into a fresh temporary folder and returns its path. */
+/** Writes a configuration into a fresh temporary folder (removed after the test file); its path. */
 export async function writeTempConfig(text: string): Promise<string> {
-  const path = join(await mkdtemp(join(tmpdir(), 'gengate-')), 'gengate.yaml');
+  const path = join(await makeTempFolder('gengate-'), 'gengate.yaml');
   await writeFile(path, text);
   return path;
 }
