@@ -70,10 +70,15 @@ export function storeUnavailableDecision(retryAfterSeconds: number): RateDecisio
   return { outcome: 'store_unavailable', limits: [], binding: undefined, exact: false, retryAfterSeconds };
 }
 
-/** What both limiters answer before any state is read: nothing to check, or a request that can never fit. */
-export function decideWithoutStore(limits: readonly LimitRequest[]): RateDecision | undefined {
+/** The refusal of a request that can never fit (a cost beyond one of its limits), decided without any state. */
+export function refusalWithoutStore(limits: readonly LimitRequest[]): RateDecision | undefined {
   assertLimitsSupported(limits);
-  if (limits.length === 0) return { outcome: 'admitted', limits: [], binding: undefined, exact: true };
   const exceeded = limits.find((request) => request.cost > request.limit);
   return exceeded === undefined ? undefined : costExceedsLimitDecision(exceeded);
+}
+
+/** What both limiters answer before any state is read: nothing to check, or a request that can never fit. */
+export function decideWithoutStore(limits: readonly LimitRequest[]): RateDecision | undefined {
+  if (limits.length === 0) return { outcome: 'admitted', limits: [], binding: undefined, exact: true };
+  return refusalWithoutStore(limits);
 }

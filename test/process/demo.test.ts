@@ -1,14 +1,14 @@
 // The demo of `npm start` (README.md#quick-start): config/demo.yaml as shipped, run
 // as its own process, with the two demo tenants and their published keys walking all seven routes.
 // Only the ports (free ones, so the test can run beside anything) and the stage durations change.
-import { cp, mkdtemp, readFile, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { cp, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { gengateVersion } from '../../src/cli/arguments.ts';
 import { startGatewayProcess, type GatewayProcess } from '../support/gateway-process.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { freePort } from '../support/free-port.ts';
+import { makeTempFolder } from '../support/temp-folders.ts';
 
 // The demo keys published in README.md and config/demo-secrets/README.md.
 const DEMO_KEYS = {
@@ -26,7 +26,7 @@ interface DemoData {
 let gateway: GatewayProcess;
 let configPath: string;
 beforeAll(async () => {
-  const dir = await mkdtemp(join(tmpdir(), 'gengate-demo-'));
+  const dir = await makeTempFolder('gengate-demo-');
   await cp('config/demo-secrets', join(dir, 'demo-secrets'), { recursive: true });
   const simulatorPort = await freePort();
   const shipped = await readFile('config/demo.yaml', 'utf8');

@@ -4,9 +4,20 @@
 import type { ChildProcess } from 'node:child_process';
 
 const running = new Map<ChildProcess, NodeJS.Signals>();
-process.on('exit', () => {
+
+function killRunning(): void {
   for (const [child, signal] of running) child.kill(signal);
-});
+}
+
+process.on('exit', killRunning);
+// A test worker ended by a signal (a run interrupted, or ended by its runner) emits no 'exit': its
+// children go first, then the signal, raised again, takes its usual course.
+for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
+  process.once(signal, () => {
+    killRunning();
+    process.kill(process.pid, signal);
+  });
+}
 
 /**
  * Sends `child` `signal` when this process exits, unless it has exited first. SIGKILL by default (a

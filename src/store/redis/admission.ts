@@ -10,7 +10,7 @@ import {
   type AdmissionResult,
 } from '../../admission/admission.ts';
 import { claimOutcomeOf, type OwnershipStore } from '../../ownership/store.ts';
-import { decideWithoutStore } from '../../ratelimit/decision.ts';
+import { refusalWithoutStore } from '../../ratelimit/decision.ts';
 import type { RateLimitMetrics } from '../../ratelimit/metrics.ts';
 import type { LimitRequest, RateLimiter } from '../../ratelimit/types.ts';
 import type { JobBook } from '../../jobs/book.ts';
@@ -76,7 +76,7 @@ export function createRedisAdmission(calls: StoreCalls, options: RedisAdmissionO
         breaker.open ||
         // A cost beyond its limit is refused without the store. No limit at all is no reason to leave the
         // script: it still claims the id and takes the reservation in the turn's one call.
-        (limits.length > 0 && decideWithoutStore(limits) !== undefined)
+        refusalWithoutStore(limits) !== undefined
       ) {
         return sequential.admit(tenantId, limits, requestId, reservation);
       }
