@@ -1,6 +1,6 @@
 // The job steps of the pipeline (docs/budgets.md): what admission reserves for a create, what the create's
-// answer does to its job (accepted: followed; refused: its reservation freed; unknown, 502/504: left to
-// the tracker), a tenant's poll that shows a job's end and a tenant's DELETE (a cancellation) settling it
+// answer does to its job (create-outcome.ts: accepted, followed; refused, its reservation freed; unknown,
+// left to the tracker), a tenant's poll that shows a job's end and a tenant's DELETE (a cancellation) settling it
 // without an extra upstream call, and the tracker, started with the app and stopped when it closes.
 import type { DoneFuncWithErrOrRes, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayConfig } from '../config/schema.ts';
@@ -11,11 +11,10 @@ import { createReservationPlanner } from '../jobs/reservation.ts';
 import { createSettleJob, type SettleJobDeps } from '../jobs/settle.ts';
 import { createJobTracker } from '../jobs/tracker.ts';
 import { toMicroUsd, toUsd } from '../jobs/pricing.ts';
+import { createOutcomeOf } from './create-outcome.ts';
 import type { GatewayParts } from './pipeline.ts';
 import { requestIdParam, routeOf, tenantOf } from './request-state.ts';
 
-// The create's outcome is unknown: the upstream may have accepted it.
-const UNKNOWN_OUTCOME_STATUSES = new Set([502, 504]);
 const MS_PER_SECOND = 1_000;
 
 const isSuccess = (status: number) => status >= 200 && status < 300;
@@ -109,18 +108,14 @@ export function installJobFollowing(app: FastifyInstance, config: GatewayConfig,
     request.gateway.job = undefined;
     request.gateway.unreservedJob = undefined;
     // Taken or maybe taken upstream: followed once the store answers; refused: nothing to follow.
-    const answer = isSuccess(reply.statusCode)
-      ? 'accepted'
-      : UNKNOWN_OUTCOME_STATUSES.has(reply.statusCode)
-        ? 'unknown'
-        : undefined;
-    if (unreservedJob !== undefined && answer !== undefined) {
+    const answer = createOutcomeOf(request, reply);
+    if (unreservedJob !== undefined && answer !== 'refused') {
       const { firstPollMs } = config.jobs;
       store.jobs.adopt({ ...unreservedJob, answer, firstPollMs }, onUnreservedDropped);
     }
     if (job !== undefined && answer === 'accepted') {
       store.jobs.submitted(job.requestId, config.jobs.firstPollMs).catch(logFailure(request));
-    } else if (job !== undefined && answer === undefined) {
+    } else if (job !== undefined && answer === 'refused') {
       store.jobs.settle(job, { outcome: 'refused' }).catch(logFailure(request));
     }
     done(null, payload);

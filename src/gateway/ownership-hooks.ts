@@ -9,11 +9,10 @@ import type { RateLimiter } from '../ratelimit/types.ts';
 import type { GatewayRoute } from '../routing/route-table.ts';
 import type { OwnershipStore, SubmissionResponse, TakenOutcome } from '../ownership/store.ts';
 import { submissionFingerprint } from '../ownership/submission-fingerprint.ts';
+import { createOutcomeOf } from './create-outcome.ts';
 import { bodyOf, routeOf, tenantOf } from './request-state.ts';
 
 const IDEMPOTENT_REPLAYED_HEADER = 'idempotent-replayed';
-// The upstream may have accepted the submission: the tenant keeps the id and may poll it.
-const UNKNOWN_OUTCOME_STATUSES = new Set([502, 504]);
 
 export interface OwnershipHooksOptions {
   store: OwnershipStore;
@@ -107,13 +106,14 @@ export function createOwnershipHooks(options: OwnershipHooksOptions) {
       return;
     }
     request.gateway.ownershipClaim = undefined;
-    const status = reply.statusCode;
     let settled: Promise<void> | undefined;
-    if (status >= 200 && status < 300) {
+    // Unknown: the upstream may have taken the submission; the tenant keeps the id and may poll it.
+    const outcome = createOutcomeOf(request, reply);
+    if (outcome === 'accepted') {
       const submission = submissionOf(request, reply, payload);
       // Without a body to replay the claim stays pending: a repeat is refused, never submitted twice.
       if (submission !== undefined) settled = store.complete(claim.requestId, claim.tenantId, submission);
-    } else if (!UNKNOWN_OUTCOME_STATUSES.has(status)) {
+    } else if (outcome === 'refused') {
       settled = store.release(claim.requestId, claim.tenantId);
     }
     settled?.catch((error: unknown) => {

@@ -43,6 +43,11 @@ export interface RequestState {
   job: JobIdentity | undefined;
   /** A create's job admitted without its reservation (the store failed, failMode open), until its answer. */
   unreservedJob: Omit<UnreservedJob, 'answer' | 'firstPollMs'> | undefined;
+  /**
+   * Whether the request may have reached the upstream: false until it is handed to the upstream client,
+   * and again when the client failed before writing it (a create never sent is a create refused).
+   */
+  sentUpstream: boolean;
   /** Milliseconds spent waiting on the upstream, when the request reached it. */
   upstreamMs: number | undefined;
   /** The upstream's status code, when it answered. */
@@ -64,6 +69,7 @@ function createRequestState(request: FastifyRequest, _reply: FastifyReply, done:
     ownershipClaim: undefined,
     job: undefined,
     unreservedJob: undefined,
+    sentUpstream: false,
     upstreamMs: undefined,
     upstreamStatus: undefined,
   };

@@ -7,7 +7,7 @@ import { GatewayError, type ErrorCode } from '../errors/registry.ts';
 import { upstreamPath, type GatewayRoute } from '../routing/route-table.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
 import type { RateLimiter } from '../ratelimit/types.ts';
-import type { UpstreamClient, UpstreamResponse } from '../upstream/client.ts';
+import { failedBeforeSending, type UpstreamClient, type UpstreamResponse } from '../upstream/client.ts';
 import { judgeUpstreamAnswer } from '../upstream/answer.ts';
 import type { CredentialHealth } from '../upstream/credential-health.ts';
 import { headersForUpstream } from '../upstream/headers.ts';
@@ -81,6 +81,7 @@ export function createRouteSteps(options: RouteStepsOptions) {
     const token = options.credentials.get(tenant.credential);
     const started = performance.now();
     let response: UpstreamResponse;
+    request.gateway.sentUpstream = true;
     try {
       response = await options.upstream.send({
         method: route.method,
@@ -89,6 +90,9 @@ export function createRouteSteps(options: RouteStepsOptions) {
         ...(body === undefined ? {} : { body }),
         tenant: tenant.id,
       });
+    } catch (error) {
+      if (failedBeforeSending(error)) request.gateway.sentUpstream = false;
+      throw error;
     } finally {
       request.gateway.upstreamMs = performance.now() - started;
     }
@@ -105,8 +109,8 @@ export function createRouteSteps(options: RouteStepsOptions) {
         );
         throw verdict.error;
       case 'invalid':
-        // Never passed on, stored for a replay or metered; the claim of a create stays pending, since
-        // the upstream may have taken the submission.
+        // Never passed on, stored for a replay or metered; the claim of a 2xx create stays pending, since
+        // the upstream may have taken the submission (create-outcome.ts).
         request.log.warn(
           { received: verdict.received },
           'the upstream sent an answer gengate does not pass on',

@@ -78,15 +78,33 @@ function errorCode(error: unknown): string | undefined {
   return typeof code === 'string' ? code : undefined;
 }
 
+/**
+ * The cause of a failure that came before the request was written (no connection in time, a connection
+ * refused, no turn among the connections): the upstream cannot have taken it.
+ */
+class RequestNotSent extends Error {
+  constructor(cause: unknown) {
+    super('the request was not written to the upstream', { cause });
+    this.name = 'RequestNotSent';
+  }
+}
+
+/** Whether `error` came before the request was written to the upstream, which cannot have taken it. */
+export function failedBeforeSending(error: unknown): boolean {
+  return error instanceof GatewayError && error.cause instanceof RequestNotSent;
+}
+
+const causeOf = (error: unknown, sent: boolean): unknown => (sent ? error : new RequestNotSent(error));
+
 function upstreamTimedOut(cause?: unknown): GatewayError {
   return gatewayError('upstream_timeout', { cause });
 }
 
 /** Transport failures, translated once: timeouts are 504, everything else (refused, reset, …) 502. */
-function translateUpstreamFailure(error: unknown): GatewayError {
+function translateUpstreamFailure(error: unknown, sent: boolean): GatewayError {
   const code = errorCode(error);
-  if (code !== undefined && TIMEOUT_CODES.has(code)) return upstreamTimedOut(error);
-  return gatewayError('upstream_unreachable', { cause: error });
+  if (code !== undefined && TIMEOUT_CODES.has(code)) return upstreamTimedOut(causeOf(error, sent));
+  return gatewayError('upstream_unreachable', { cause: causeOf(error, sent) });
 }
 
 /**
@@ -107,6 +125,8 @@ class Exchange implements Dispatcher.DispatchHandler {
   readonly #onSettled: (outcome: UpstreamResponse | GatewayError) => void;
   #controller: Dispatcher.DispatchController | undefined;
   #abortedWith: Error | undefined;
+  /** Whether undici began writing the request (onRequestStart comes just before its first byte). */
+  #sent = false;
   #settled = false;
   #status = 0;
   #headers: IncomingHttpHeaders = {};
@@ -125,9 +145,16 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.#controller?.abort(error);
   }
 
+  /** The whole exchange's time is up. */
+  timedOut(): void {
+    this.fail(upstreamTimedOut(causeOf(undefined, this.#sent)));
+  }
+
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.#controller = controller;
+    // Aborted here, the request is never written.
     if (this.#abortedWith !== undefined) controller.abort(this.#abortedWith);
+    else this.#sent = true;
   }
 
   onResponseStart(_controller: Dispatcher.DispatchController, status: number, headers: IncomingHttpHeaders) {
@@ -167,7 +194,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
-    this.#settle(error instanceof GatewayError ? error : translateUpstreamFailure(error));
+    this.#settle(error instanceof GatewayError ? error : translateUpstreamFailure(error, this.#sent));
   }
 
   #settle(outcome: UpstreamResponse | GatewayError): void {
@@ -279,7 +306,10 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
           waiting.delete(turn);
           options.onQueueTimeout?.();
           reject(
-            gatewayError('upstream_queue_full', { headers: { 'retry-after': String(retryAfterSeconds) } }),
+            gatewayError('upstream_queue_full', {
+              headers: { 'retry-after': String(retryAfterSeconds) },
+              cause: new RequestNotSent(undefined),
+            }),
           );
         }, queueTimeoutMs),
       };
@@ -298,7 +328,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
       // soon as the exchange settles: a timer that outlived it would hold it in memory for the whole
       // timeout (docs/performance.md).
       const deadline = setTimeout(() => {
-        exchange.fail(upstreamTimedOut());
+        exchange.timedOut();
       }, options.timeoutMs);
       pool.dispatch(
         {

@@ -7,6 +7,7 @@ import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import {
   createUpstreamClient,
+  failedBeforeSending,
   type UpstreamClient,
   type UpstreamClientOptions,
   type UpstreamRequest,
@@ -157,9 +158,12 @@ describe('one exchange, gathered whole', () => {
 
   test('an exchange longer than timeoutMs, though never silent for long: 504 upstream_timeout', () =>
     withClient({ baseUrl: exchangeUrl, timeoutMs: 200 }, async (client) => {
-      await expect(client.send(get('/trickle'))).rejects.toMatchObject(
+      const error = await client.send(get('/trickle')).catch((failed: unknown) => failed);
+      expect(error).toMatchObject(
         failure('upstream_timeout', 'the generation service did not answer in time'),
       );
+      // Sent: the upstream may have taken it (src/gateway/create-outcome.ts).
+      expect(failedBeforeSending(error)).toBe(false);
     }));
 
   test('a status beyond 599, or a connection reset mid-body: 502 upstream_unavailable', async () => {
@@ -181,9 +185,11 @@ describe('one exchange, gathered whole', () => {
           await expect(client.send(get('/status-600'))).rejects.toMatchObject(
             failure('upstream_unavailable', 'the generation service sent an invalid status'),
           );
-          await expect(client.send(get('/torn'))).rejects.toMatchObject(
+          const torn = await client.send(get('/torn')).catch((failed: unknown) => failed);
+          expect(torn).toMatchObject(
             failure('upstream_unavailable', 'the generation service could not be reached'),
           );
+          expect(failedBeforeSending(torn)).toBe(false);
         },
       );
     } finally {
@@ -191,12 +197,14 @@ describe('one exchange, gathered whole', () => {
     }
   });
 
-  test('nobody listening: 502 upstream_unavailable', async () => {
+  test('nobody listening: 502 upstream_unavailable, the request never sent', async () => {
     const port = await freePort();
     await withClient({ baseUrl: `http://127.0.0.1:${port}` }, async (client) => {
-      await expect(client.send(get('/'))).rejects.toMatchObject(
+      const error = await client.send(get('/')).catch((failed: unknown) => failed);
+      expect(error).toMatchObject(
         failure('upstream_unavailable', 'the generation service could not be reached'),
       );
+      expect(failedBeforeSending(error)).toBe(true);
     });
   });
 });
@@ -238,7 +246,9 @@ describe('bounded concurrency towards the upstream', () => {
     };
     return withClient(options, async (client) => {
       const first = client.send(get('/first'));
-      await expect(client.send(get('/second'))).rejects.toMatchObject({
+      const second = await client.send(get('/second')).catch((failed: unknown) => failed);
+      expect(failedBeforeSending(second)).toBe(true);
+      expect(second).toMatchObject({
         code: 'overloaded',
         status: 503,
         message:
