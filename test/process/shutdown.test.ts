@@ -13,6 +13,7 @@ import {
   startSharedTokenSimulator,
   writeTempConfig,
 } from '../support/gateway-process.ts';
+import { freePort } from '../support/free-port.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { sendRaw } from '../support/raw-http.ts';
 import { CANARY_UPSTREAM_TOKENS, canaryTenantKey } from '../support/secret-canary.ts';
@@ -163,3 +164,30 @@ test('SIGTERM: requests on a kept-alive connection are served, with Connection: 
   for (const socket of arriving) socket.destroy();
   expect(await gateway.exited).toBe(0);
 }, 10_000);
+
+// The webhook queue's worker waited for its Redis connection to close: with the store away, a replica
+// with nothing in flight hung until the drain deadline and exited 1, 32 s after the signal.
+test.each(['open', 'closed'])(
+  'SIGTERM while the Redis store is unreachable (failMode %s): exit 0 well within the drain deadline',
+  async (failMode) => {
+    const key = canaryTenantKey();
+    const nobodyListening = await freePort();
+    const configPath = await writeTempConfig(
+      oneTenantConfig({
+        upstreamUrl: simulator.url,
+        keys: [key],
+        store: `{ kind: redis, redis: { url: "redis://127.0.0.1:${nobodyListening}/0" }, failMode: ${failMode} }`,
+        server: 'drainTimeoutMs: 10000',
+      }),
+    );
+    const gateway = await startGatewayProcess(configPath, { SHARED_TOKEN: TOKEN });
+    await waitFor('the store reported unreachable', () =>
+      gateway.lines.some((line) => line.msg === 'store connection failing'),
+    );
+    const signalled = performance.now();
+    gateway.signal('SIGTERM');
+    expect(await gateway.exited).toBe(0);
+    // Far from the 10 s deadline it used to wait out, and from the CI machine's slowest start-ups.
+    expect(performance.now() - signalled).toBeLessThan(5_000);
+  },
+);

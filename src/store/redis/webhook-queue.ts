@@ -185,7 +185,10 @@ export async function openBullmqQueue(options: BullmqQueueOptions): Promise<Deli
     },
 
     async close() {
-      await worker?.close();
+      // A graceful close waits for Redis to take back the attempts in flight, and never ends while Redis
+      // is away (BullMQ 6 waits for its connection): then the worker is closed at once, and what it held
+      // is handed on by BullMQ's stalled-job check, as for a replica that died.
+      await worker?.close(workerClient?.status !== 'ready');
       await queue.close();
       // Connections handed to BullMQ stay open on its close: they are ours to end.
       workerClient?.disconnect();
