@@ -1,5 +1,5 @@
 // The gateway's route ids: the names limits and usage refer to, and the keys of the route table.
-// The routes forwarded to the upstream: the ones tenant limits apply to and upstream errors are counted for.
+// The routes forwarded to the upstream: the ones upstream errors are counted for.
 export const FORWARDED_ROUTE_IDS = [
   'images.create',
   'images.get',

@@ -2,7 +2,7 @@
 // Members with a default are listed as required: Ajv's useDefaults fills them in before `required` is
 // checked, so a file may leave them out while the loaded config always has them.
 import { Type, type Static } from '@sinclair/typebox';
-import { FORWARDED_ROUTE_IDS } from './route-ids.ts';
+import { ROUTE_IDS } from './route-ids.ts';
 
 export const TENANT_ID_PATTERN = '^[a-z0-9][a-z0-9-]{0,62}$';
 const CREDENTIAL_NAME_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$';
@@ -382,7 +382,7 @@ const PolicySchema = section({
 
 const LimitSchema = object({
   id: id(),
-  routes: Type.Array(oneOf([...FORWARDED_ROUTE_IDS, '*']), { minItems: 1, uniqueItems: true }),
+  routes: Type.Array(oneOf([...ROUTE_IDS, '*']), { minItems: 1, uniqueItems: true }),
   cost: oneOf(['requests', 'samples', 'videoSeconds']),
   limit: Type.Integer({ minimum: 1 }),
   windowSeconds: Type.Integer({ minimum: 1, maximum: MAX_LIMIT_WINDOW_SECONDS }),

@@ -16,6 +16,7 @@
 //   validate         validateRequestBody (gateway/validate-request.ts)    preValidation, POST routes
 //   policy           enforcePolicy (gateway/policy-hook.ts)               preHandler, POST routes
 //   admission        admit (gateway/admit.ts)                             preHandler, route
+//                    (gengate's own webhook routes: chargeLimits, gateway/routes.ts, the limits alone)
 //   forward          handlerFor(route) (gateway/routes.ts)                handler
 //   private answer   markAnswerPrivate (gateway/private-answers.ts)       onSend, app
 //   record: claim    settleClaim (gateway/ownership-hooks.ts)             onSend, POST routes
@@ -37,6 +38,7 @@ import type { TenantDirectory } from '../auth/tenant-directory.ts';
 import type { GatewayConfig } from '../config/schema.ts';
 import { answerConnectRequests } from '../errors/client-error.ts';
 import { installErrorHandling } from '../errors/error-handler.ts';
+import { compilePrices } from '../jobs/pricing.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
 import { loadShedding } from '../overload/shed-load.ts';
 import { GATEWAY_ROUTES } from '../routing/route-table.ts';
@@ -118,11 +120,12 @@ export function installGatewayPipeline(
   void app.register(validationFailureCounter, { metrics: parts.metrics });
 
   // Per route of the allowlist.
-  const { authenticate, handlerFor, showLimitsOnRefusal, countServedRequest } = createRouteSteps({
+  const { authenticate, handlerFor, showLimitsOnRefusal, chargeLimits, countServedRequest } = createRouteSteps({
     tenants: parts.tenants,
     credentials: parts.credentials,
     upstream: parts.upstream,
     usage: parts.store.usage,
+    prices: compilePrices(config.pricing),
     jobs: parts.store.jobs,
     limiter: parts.store.limiter,
     authFailures: installAuthFailureGuard(app, config.server.authenticationFailures),
@@ -176,6 +179,12 @@ export function installGatewayPipeline(
     });
   }
   if (parts.webhooks !== undefined) {
-    installWebhookDeliveryRoutes(app, { webhooks: parts.webhooks, authenticate, countServedRequest });
+    installWebhookDeliveryRoutes(app, {
+      webhooks: parts.webhooks,
+      authenticate,
+      chargeLimits,
+      showLimitsOnRefusal,
+      countServedRequest,
+    });
   }
 }

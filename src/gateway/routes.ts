@@ -3,6 +3,7 @@
 import type { DoneFuncWithErrOrRes, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { ExpiredKey, presentedKeyPrefix, type TenantDirectory } from '../auth/tenant-directory.ts';
 import type { JobBook } from '../jobs/book.ts';
+import type { Prices } from '../jobs/pricing.ts';
 import { GatewayError, type ErrorCode } from '../errors/registry.ts';
 import { upstreamPath, type GatewayRoute } from '../routing/route-table.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
@@ -15,7 +16,12 @@ import type { UsageMeter } from '../usage/meter.ts';
 import { recordExchangeUsage } from '../usage/record.ts';
 import { createAccountHandler } from './account.ts';
 import type { AuthFailureGuard } from './auth-failure-guard.ts';
-import { peekTenantLimits } from '../ratelimit/tenant-limits.ts';
+import {
+  applicableLimits,
+  limitHeadersOrRefusal,
+  limitLogFields,
+  peekTenantLimits,
+} from '../ratelimit/tenant-limits.ts';
 import { bodyOf, requestIdParam, routeOf, tenantOf } from './request-state.ts';
 
 export interface CredentialSource {
@@ -29,6 +35,8 @@ export interface RouteStepsOptions {
   /** Budgets and jobs in flight, for account.usage. */
   jobs: JobBook;
   usage: UsageMeter;
+  /** The prices admission reserves with: usage estimates a create's cost with the same. */
+  prices: Prices;
   limiter: RateLimiter;
   authFailures: AuthFailureGuard;
   metrics: GatewayMetrics;
@@ -124,6 +132,7 @@ export function createRouteSteps(options: RouteStepsOptions) {
       recordExchangeUsage(
         options.usage,
         options.metrics,
+        options.prices,
         {
           tenantId: tenant.id,
           route: route.id,
@@ -162,5 +171,19 @@ export function createRouteSteps(options: RouteStepsOptions) {
     done();
   }
 
-  return { authenticate, handlerFor, showLimitsOnRefusal, countServedRequest };
+  /**
+   * gengate's own routes (the webhook deliveries): charged against the tenant's limits like every route,
+   * with nothing else to admit (no request id, no job).
+   */
+  async function chargeLimits(request: FastifyRequest, reply: FastifyReply) {
+    const tenant = tenantOf(request);
+    const decision = await options.limiter.check(
+      tenant.id,
+      applicableLimits(tenant, routeOf(request).id, undefined),
+    );
+    request.gateway.rateLimit = limitLogFields(decision);
+    reply.headers(limitHeadersOrRefusal(decision));
+  }
+
+  return { authenticate, handlerFor, showLimitsOnRefusal, chargeLimits, countServedRequest };
 }

@@ -52,19 +52,26 @@ export function installWebhookDeliveryRoutes(
   options: {
     webhooks: Pick<WebhookService, 'list' | 'redeliver'>;
     authenticate: Hook;
+    /** The tenant's limits charged, their headers set or the refusal thrown (src/gateway/routes.ts). */
+    chargeLimits: (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
+    /** The limits as they stand on an error before the charge. */
+    showLimitsOnRefusal: (request: FastifyRequest, reply: FastifyReply, error: Error) => Promise<void>;
     countServedRequest: Hook;
   },
 ): void {
-  const { webhooks, authenticate, countServedRequest } = options;
-  // Both routes: the canonical target first, then the tenant key; counted like every served request.
+  const { webhooks, authenticate, chargeLimits, showLimitsOnRefusal, countServedRequest } = options;
+  // Both routes: the canonical target first, then the tenant key, then the tenant's limits, as on every
+  // route; counted like every served request.
   const install = (route: GatewayRoute, admitTarget: Hook, handler: Handler) => {
     app.route({
       method: route.method,
       url: route.path,
       config: { gatewayRoute: route },
       onRequest: [admitTarget, authenticate],
-      onResponse: countServedRequest,
+      preHandler: chargeLimits,
       handler,
+      onResponse: countServedRequest,
+      onError: showLimitsOnRefusal,
     });
   };
   install(LIST_ROUTE, admitRequestTarget, async (request, reply) => {

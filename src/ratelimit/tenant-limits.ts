@@ -13,7 +13,6 @@ const UNIT_ROUTE = { samples: 'images.create', videoSeconds: 'videos.create' } a
 
 /** What this request costs against one limit, or undefined when the limit does not count this route. */
 function costAgainst(limit: TenantLimit, route: RouteId, body: Record<string, unknown> | undefined) {
-  // Limits name forwarded routes only; gengate's own routes are never charged.
   const routes: readonly string[] = limit.routes;
   if (!routes.includes('*') && !routes.includes(route)) return undefined;
   switch (limit.cost) {

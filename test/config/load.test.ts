@@ -254,7 +254,7 @@ tenants:
       {
         path: 'tenants[0].limits[0].routes[0]',
         message:
-          'must be one of images.create, images.get, videos.create, videos.get, videos.delete, account.usage, account.keys, *',
+          'must be one of images.create, images.get, videos.create, videos.get, videos.delete, account.usage, account.keys, webhooks.deliveries, webhooks.redeliver, *',
       },
       { path: 'tenants[0].limits[0].limit', message: 'must be at least 1' },
       { path: 'tenants[0].limits[0].windowSeconds', message: 'must be at most 86400' },
@@ -307,6 +307,33 @@ tenants:
         message: 'must be a redis:// or rediss:// URL (from the environment: REDIS_URL)',
       },
     ]);
+  });
+
+  // Regression: such URLs passed, then the store crashed the gateway at start (`TypeError: Invalid URL`) or
+  // its first command (`select NaN`); check-config said "config OK".
+  it('refuses a store Redis URL ioredis cannot use, from the file or REDIS_URL, never quoting it', async () => {
+    const PORT = 'the port must be from 1 to 65535';
+    const DATABASE = 'the database, the path after the host, must be a non-negative integer';
+    const unusable = {
+      'redis://:hunter2@127.0.0.1:99999/0': PORT,
+      'rediss://127.0.0.1:65536': PORT,
+      'redis://:hunter2@[::1]:0/0': PORT,
+      'redis://:hunter2@127.0.0.1:6379/abc': DATABASE,
+      'redis://127.0.0.1:6379/-1': DATABASE,
+      'redis://127.0.0.1:6379/0/1': DATABASE,
+      'redis://:hunter2@cache internal:6379/0': 'must be a valid URL',
+    };
+    for (const [url, reason] of Object.entries(unusable)) {
+      expect(await problemsOf(`store: { redis: { url: "${url}" } }\n`)).toEqual([
+        { path: 'store.redis.url', message: reason },
+      ]);
+      expect(await problemsOf('tenants: []\n', { REDIS_URL: url })).toEqual([
+        { path: 'store.redis.url', message: `${reason} (from the environment: REDIS_URL)` },
+      ]);
+    }
+    for (const url of ['redis://cache', 'rediss://:hunter2@cache:6380/', 'redis://[::1]:6379/15']) {
+      expect((await parse('tenants: []\n', { REDIS_URL: url })).store.redis.url).toBe(url);
+    }
   });
 
   it('lets LOG_LEVEL override logging.level, and names the variable when its value is not a level', async () => {

@@ -1,6 +1,7 @@
 // The tenant routes of webhook deliveries, through the real gateway (buildApp on a socket) and the real
 // webhook service: a tenant lists its own deliveries and redelivers a dead one; another tenant's delivery
-// id is 404 delivery_not_found; the paths are on the allowlist (405 with Allow, 404 for near misses).
+// id is 404 delivery_not_found; the paths are on the allowlist (405 with Allow, 404 for near misses); a
+// tenant's limits apply to them as to every route.
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -27,6 +28,7 @@ let receiver: Receiver;
 let receiverStatus = 500;
 const alpha = canaryTenantKey();
 const beta = canaryTenantKey();
+const gamma = canaryTenantKey();
 
 beforeAll(async () => {
   receiver = await startReceiver('127.0.0.1', (_request, response) => {
@@ -48,6 +50,10 @@ tenants:
   - id: beta
     credential: shared
     keys: [{ sha256: "${beta.sha256}", prefix: "${beta.prefix}" }]
+  - id: gamma
+    credential: shared
+    keys: [{ sha256: "${gamma.sha256}", prefix: "${gamma.prefix}" }]
+    limits: [{ id: hooks, routes: [webhooks.deliveries, webhooks.redeliver], cost: requests, limit: 3, windowSeconds: 3600 }]
 `,
     { env: { SHARED_TOKEN: 'upstream-token', HOOK_SECRET: SECRET_A }, baseDir: process.cwd() },
   );
@@ -167,4 +173,28 @@ it('is on the allowlist: authentication required, 405 with Allow, near misses 40
   const missing = await call(`/v1/gateway/webhook-deliveries/${unknown}/redeliver`, alpha.key, 'POST');
   expect(missing.status).toBe(404);
   expect(((await missing.json()) as { error: { code: string } }).error.code).toBe('delivery_not_found');
+});
+
+it("charges the tenant's limits that name them: headers on every answer, 429 past the limit", async () => {
+  const remainingAfter = async (response: Response) => {
+    expect(response.headers.get('x-ratelimit-limit')).toBe('3');
+    expect(response.headers.get('ratelimit-policy')).toBe('"hooks";q=3;w=3600');
+    return response.headers.get('x-ratelimit-remaining');
+  };
+  const listed = await call('/v1/gateway/webhook-deliveries', gamma.key);
+  expect(listed.status).toBe(200);
+  expect(await remainingAfter(listed)).toBe('2');
+  const missing = await call(`/v1/gateway/webhook-deliveries/${randomUUID()}/redeliver`, gamma.key, 'POST');
+  expect(missing.status).toBe(404);
+  expect(await remainingAfter(missing)).toBe('1');
+  expect(await remainingAfter(await call('/v1/gateway/webhook-deliveries', gamma.key))).toBe('0');
+
+  const refused = await call('/v1/gateway/webhook-deliveries', gamma.key);
+  expect(refused.status).toBe(429);
+  expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('rate_limited');
+  expect(await remainingAfter(refused)).toBe('0');
+  expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+  // A tenant without limits is charged nothing and shown none.
+  const unlimited = await call('/v1/gateway/webhook-deliveries', beta.key);
+  expect(unlimited.headers.has('x-ratelimit-limit')).toBe(false);
 });
