@@ -1,9 +1,10 @@
 // `gengate check-config --config FILE [--skip-credentials] [--strict] [--against RUNNING]`: loads the file
 // exactly as the gateway does at start-up, with this process's environment, and lists every problem in
 // one pass: shape, references between sections, `${NAME}` variables, and the credentials' values (each
-// env variable set and not empty, each file readable and not empty). Keys that have expired or expire
-// within 14 days are warnings, as the gateway logs them. --skip-credentials leaves out the credentials'
-// values, for a pipeline that checks a rendered file away from the secrets mounted where the gateway runs.
+// env variable set and not empty, each file readable and not empty, each webhook secret read as the
+// gateway reads it at start). Keys that have expired or expire within 14 days are warnings, as the
+// gateway logs them. --skip-credentials leaves out the credentials' values, for a pipeline that checks a
+// rendered file away from the secrets mounted where the gateway runs.
 // Webhook URLs that every attempt would refuse, and destination list entries that can have no effect,
 // are warnings too (src/webhooks/destination-warnings.ts).
 // --against names the file the gateway runs now: what a reload onto FILE would refuse is then a problem

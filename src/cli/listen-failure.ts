@@ -1,6 +1,7 @@
 // A server that cannot take its address (a second copy already runs, a privileged port, an address this
 // host does not have) is told to the operator in one line naming the address and the setting to change,
-// and the process exits with EXIT_CANNOT_LISTEN, rather than with a stack trace.
+// and the process exits with EXIT_CANNOT_LISTEN, rather than with a stack trace. A host that is neither
+// an address nor a name that resolves never reaches the socket: the lookup before it fails.
 
 const REASONS: Record<string, string> = {
   EADDRINUSE: 'address already in use',
@@ -27,4 +28,15 @@ export function cannotListenMessage(
   return reason === undefined
     ? undefined
     : `cannot listen on ${hostAndPort(address)} (${setting}): ${reason}`;
+}
+
+/**
+ * Why the host to listen on could not be looked up (`999.1.1.1`, a misspelt name), or undefined when
+ * `error` is not a failed lookup.
+ */
+export function unresolvableHostReason(error: unknown): string | undefined {
+  const { syscall, code } = (error ?? {}) as NodeJS.ErrnoException;
+  return syscall === 'getaddrinfo'
+    ? `not an IP address, nor a name that resolves (${code ?? 'lookup failed'})`
+    : undefined;
 }

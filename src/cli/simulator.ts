@@ -5,11 +5,12 @@ import { DEFAULT_PROCESSING_MS, DEFAULT_QUEUED_MS, DEFAULT_REQUESTS_PER_MINUTE }
 import { startSimulator, type SimulatorServer } from '../simulator/server.ts';
 import { readArguments, reportUsageError, type CommandSpec } from './arguments.ts';
 import { EXIT_CANNOT_LISTEN, EXIT_OK } from './exit-codes.ts';
-import { cannotListenMessage } from './listen-failure.ts';
+import { cannotListenMessage, unresolvableHostReason } from './listen-failure.ts';
 import type { SimulatedToken } from '../simulator/accounts.ts';
 
 const DEFAULT_PORT = 8090;
 const DEFAULT_HOST = '127.0.0.1';
+const MAX_PORT = 65_535;
 // The demo's fake upstream tokens; config/demo-secrets/ holds the same values.
 const DEMO_TOKENS: SimulatedToken[] = [
   { name: 'shared', token: 'sim_shared_3c1f9a0e7b5d4c2a' },
@@ -51,6 +52,13 @@ function nonNegativeInteger(name: string, text: string | undefined): number | un
   return Number(text);
 }
 
+// node:net throws a RangeError past the last port; 0 stays, it asks for a free one.
+function portNumber(text: string | undefined): number {
+  const port = nonNegativeInteger('port', text) ?? DEFAULT_PORT;
+  if (port > MAX_PORT) throw new UsageError(`--port must be at most ${MAX_PORT}`);
+  return port;
+}
+
 function parseToken(text: string): SimulatedToken {
   const separator = text.indexOf('=');
   if (separator <= 0 || separator === text.length - 1)
@@ -67,7 +75,7 @@ function parseOptions(argv: string[]) {
     if (requestsPerMinute === 0) throw new UsageError('--rpm must be at least 1');
     return {
       host: values.host ?? DEFAULT_HOST,
-      port: nonNegativeInteger('port', values.port) ?? DEFAULT_PORT,
+      port: portNumber(values.port),
       tokens: values.token === undefined ? DEMO_TOKENS : values.token.map(parseToken),
       queuedMs: nonNegativeInteger('queued-ms', values['queued-ms']),
       processingMs: nonNegativeInteger('processing-ms', values['processing-ms']),
@@ -86,6 +94,11 @@ export async function simulatorCommand(argv: string[]): Promise<number> {
   try {
     simulator = await startSimulator(options);
   } catch (error) {
+    // A host that names nothing is a mistake on the command line, not a busy address.
+    const hostReason = unresolvableHostReason(error);
+    if (hostReason !== undefined) {
+      return reportUsageError(SIMULATOR_COMMAND.name, `--host ${options.host}: ${hostReason}`);
+    }
     const message = cannotListenMessage(error, options, '--port');
     if (message === undefined) throw error;
     process.stderr.write(`gengate simulator: ${message}\n`);

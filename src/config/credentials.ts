@@ -2,13 +2,16 @@
 // `{ file }` tokens are read at start and again whenever the file changes (src/config/watch-file.ts
 // follows Kubernetes secret mounts too).
 // Tokens never appear in an error or a log line: only credential names and file paths do.
+// The problems of the other secrets the loader checks, Redis's files and the webhooks' signing secrets,
+// are found here too.
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { watchFileChanges } from './watch-file.ts';
 import type { Logger } from 'pino';
 import { ConfigError, formatPath, type ConfigProblem } from './problems.ts';
 import type { GatewayConfig } from './schema.ts';
-import type { NamedCredential } from './well-formed-parts.ts';
+import type { NamedCredential, TenantMembers } from './well-formed-parts.ts';
+import { readWebhookSecret, signersOfValue } from './webhook-secret-values.ts';
 
 const DEFAULT_CREDENTIAL_DEBOUNCE_MS = 200;
 const DEFAULT_CREDENTIAL_POLL_INTERVAL_MS = 5_000;
@@ -112,6 +115,27 @@ export async function redisFileProblems(redis: GatewayConfig['store']['redis']):
     }),
   );
   return problems.flat();
+}
+
+/**
+ * The tenant webhooks whose signing secret is missing or cannot sign, read and judged as the webhook
+ * service reads them at start (webhook-secret-values.ts), so that what the loader reports and what the
+ * gateway refuses cannot differ.
+ */
+export async function webhookSecretProblems(
+  tenants: readonly TenantMembers[],
+  env: NodeJS.ProcessEnv,
+  baseDir: string,
+): Promise<ConfigProblem[]> {
+  const judged = tenants.flatMap(({ index: tenantIndex, webhooks }) =>
+    webhooks.map(async ({ index, item }): Promise<ConfigProblem | undefined> => {
+      const read = await readWebhookSecret(item.secret, env, baseDir);
+      const signers = 'value' in read ? signersOfValue(read.value) : read.reason;
+      if (typeof signers !== 'string') return undefined;
+      return { path: formatPath(['tenants', tenantIndex, 'webhooks', index, 'secret']), message: signers };
+    }),
+  );
+  return (await Promise.all(judged)).filter((problem) => problem !== undefined);
 }
 
 interface FileCredential {

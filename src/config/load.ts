@@ -10,6 +10,7 @@ import {
   envCredentialProblems,
   fileCredentialProblems,
   redisFileProblems,
+  webhookSecretProblems,
 } from './credentials.ts';
 import { toIsoDateTime } from './date-time.ts';
 import { interpolateEnv, type EnvSource } from './interpolate.ts';
@@ -24,9 +25,10 @@ export { ConfigError, type ConfigProblem } from './problems.ts';
 
 /**
  * Which of the credentials' values are checked. `all`: every env variable is set and every file readable
- * and not empty (start-up, check-config). `env`: the variables only, as a reload does (credentials change
- * only on restart, and the credential store follows the files itself). `none`: neither
- * (check-config --skip-credentials, for a pipeline that renders the file without its secrets).
+ * and not empty, and every webhook secret holds secrets that sign (start-up, check-config). `env`: the
+ * upstream credentials' variables only, as a reload does (credentials change only on restart, and the
+ * credential store follows the files itself). `none`: neither (check-config --skip-credentials, for a
+ * pipeline that renders the file without its secrets).
  */
 export type CredentialChecks = 'all' | 'env' | 'none';
 
@@ -127,12 +129,13 @@ export async function parseConfigText(text: string, options: ParseConfigOptions)
   );
   problems.push(...nameTheVariables(shape.problems, sources));
   const parts = wellFormedParts(document, shape);
-  problems.push(...checkConfigSemantics(parts));
+  problems.push(...nameTheVariables(checkConfigSemantics(parts), sources));
   if (credentialChecks !== 'none') problems.push(...envCredentialProblems(parts.credentials, options.env));
   if (credentialChecks === 'all') {
     problems.push(...(await fileCredentialProblems(parts.credentials, options.baseDir)));
     if (shape.isWellFormed(['store', 'redis']))
       problems.push(...(await redisFileProblems((document as GatewayConfig).store.redis)));
+    problems.push(...(await webhookSecretProblems(parts.tenantMembers, options.env, options.baseDir)));
   }
   if (problems.length > 0) throw new ConfigError(problems);
 

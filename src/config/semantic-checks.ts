@@ -1,8 +1,10 @@
-// The rules a JSON Schema cannot express: references between tenants, keys and credentials. They read
-// only the parts of the file that passed the schema (src/config/well-formed-parts.ts).
+// The rules a JSON Schema cannot express: references between tenants, keys and credentials, and what a
+// client library makes of a URL. They read only the parts of the file that passed the schema
+// (src/config/well-formed-parts.ts).
 import { MAX_LIMIT_TIMES_WINDOW_SECONDS } from './limit-bounds.ts';
 import { firstMatchingGlob, modelGlobProblem } from './model-globs.ts';
 import { formatPath, type ConfigProblem } from './problems.ts';
+import { redisUrlProblem } from './redis-url.ts';
 import type { TenantConfig } from './schema.ts';
 import type { WellFormedParts } from './well-formed-parts.ts';
 
@@ -171,6 +173,11 @@ function checkPricesForBudgets(
   }
 }
 
+function checkRedisUrl(url: string | undefined, problems: ConfigProblem[]): void {
+  const problem = url === undefined ? undefined : redisUrlProblem(url);
+  if (problem !== undefined) problems.push({ path: formatPath(['store', 'redis', 'url']), message: problem });
+}
+
 export function checkConfigSemantics(parts: WellFormedParts): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
   checkUniqueTenantIds(parts.tenantMembers, problems);
@@ -181,5 +188,6 @@ export function checkConfigSemantics(parts: WellFormedParts): ConfigProblem[] {
   checkPassthroughAccounts(parts.tenants, problems);
   checkModelGlobs(parts.tenants, problems);
   checkPricesForBudgets(parts.tenants, parts.imagePriceGlobs, problems);
+  checkRedisUrl(parts.redisUrl, problems);
   return problems;
 }

@@ -13,6 +13,7 @@ export interface NamedCredential {
 }
 
 type TenantKey = TenantConfig['keys'][number];
+type TenantWebhook = TenantConfig['webhooks'][number];
 
 /** A tenant's members that passed the schema; list items keep their index in the file. */
 export interface TenantMembers {
@@ -21,6 +22,7 @@ export interface TenantMembers {
   credential: string | undefined;
   keys: { index: number; item: TenantKey }[];
   limits: { index: number; item: TenantLimit }[];
+  webhooks: { index: number; item: TenantWebhook }[];
 }
 
 export interface WellFormedParts {
@@ -37,6 +39,8 @@ export interface WellFormedParts {
   credentials: NamedCredential[];
   /** The globs of pricing.images, when that list passed the schema (absent: none). */
   imagePriceGlobs: string[] | undefined;
+  /** store.redis.url (REDIS_URL's value when set), when it passed the schema. */
+  redisUrl: string | undefined;
 }
 
 type Mapping = Record<string, unknown>;
@@ -66,6 +70,7 @@ function tenantMembers(tenant: Mapping, index: number, shape: ShapeCheck): Tenan
     credential: wellFormedString('credential'),
     keys: wellFormedItems(tenant.keys, [...at, 'keys'], shape) as TenantMembers['keys'],
     limits: wellFormedItems(tenant.limits, [...at, 'limits'], shape) as TenantMembers['limits'],
+    webhooks: wellFormedItems(tenant.webhooks, [...at, 'webhooks'], shape) as TenantMembers['webhooks'],
   };
 }
 
@@ -76,6 +81,8 @@ export function wellFormedParts(document: unknown, shape: ShapeCheck): WellForme
   const upstream = isMapping(root.upstream) ? root.upstream : {};
   const credentials = isMapping(upstream.credentials) ? upstream.credentials : undefined;
   const pricing = isMapping(root.pricing) ? root.pricing : {};
+  const store = isMapping(root.store) ? root.store : {};
+  const redis = isMapping(store.redis) ? store.redis : {};
   const imagePrices = Array.isArray(pricing.images) ? (pricing.images as { model: string }[]) : [];
   return {
     imagePriceGlobs: shape.isWellFormed(['pricing', 'images'])
@@ -87,6 +94,8 @@ export function wellFormedParts(document: unknown, shape: ShapeCheck): WellForme
     tenantMembers: tenants.flatMap((tenant, index) =>
       isMapping(tenant) ? [tenantMembers(tenant, index, shape)] : [],
     ),
+    redisUrl:
+      typeof redis.url === 'string' && shape.isWellFormed(['store', 'redis', 'url']) ? redis.url : undefined,
     credentialNames: credentials === undefined ? undefined : Object.keys(credentials),
     credentials: Object.entries(credentials ?? {}).flatMap(([name, source]) =>
       shape.isWellFormed(['upstream', 'credentials', name])

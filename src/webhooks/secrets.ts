@@ -4,13 +4,16 @@
 // separated by blanks; every one of them signs. When a file's value changes, the secrets it held before
 // keep signing for `overlapMs` too, so a receiver that has not yet taken the new secret still verifies.
 // Secrets never appear in an error or a log line: only tenant, webhook ids and file paths do.
-import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { Webhook } from 'standardwebhooks';
+import type { Webhook } from 'standardwebhooks';
 import { ConfigError, type ConfigProblem } from '../config/problems.ts';
 import { watchFileChanges } from '../config/watch-file.ts';
-
-export type WebhookSecretSource = { env: string } | { file: string };
+import {
+  readSecretFile,
+  readWebhookSecret,
+  signersOfValue,
+  type WebhookSecretSource,
+} from '../config/webhook-secret-values.ts';
 
 export interface SecretLogger {
   info(details: object, message: string): void;
@@ -44,18 +47,6 @@ export interface ConfiguredWebhookSecret {
 const DEFAULT_DEBOUNCE_MS = 200;
 const DEFAULT_POLL_INTERVAL_MS = 5_000;
 
-/** The signers of a secret value, or the reason it cannot sign (never quoting the value). */
-function signersOfValue(value: string): Webhook[] | string {
-  const secrets = value.split(/\s+/).filter((part) => part !== '');
-  if (secrets.length === 0) return 'no secret';
-  const signers: Webhook[] = [];
-  for (const secret of secrets) {
-    if (!/^whsec_[A-Za-z0-9+/]+={0,2}$/.test(secret)) return 'not a whsec_<base64> secret';
-    signers.push(new Webhook(secret));
-  }
-  return signers;
-}
-
 interface HeldSecret {
   current: Webhook[];
   value: string;
@@ -64,14 +55,6 @@ interface HeldSecret {
 }
 
 const keyOf = (tenant: string, webhookId: string) => `${tenant}\u0000${webhookId}`;
-
-async function readSecretFile(path: string): Promise<{ value: string } | { reason: string }> {
-  try {
-    return { value: await readFile(path, 'utf8') };
-  } catch (error) {
-    return { reason: `cannot read the file (${(error as NodeJS.ErrnoException).code ?? 'error'})` };
-  }
-}
 
 /** Reads every secret now; throws a ConfigError naming each webhook whose secret is missing or malformed. */
 export async function openWebhookSecrets(
@@ -83,12 +66,7 @@ export async function openWebhookSecrets(
   const stops: (() => void)[] = [];
   for (const { tenant, webhookId, secret, path } of webhooks) {
     const where = `tenant ${tenant} webhook ${webhookId}`;
-    const read =
-      'env' in secret
-        ? options.env[secret.env] === undefined
-          ? { reason: `environment variable ${secret.env} is not set` }
-          : { value: options.env[secret.env] as string }
-        : await readSecretFile(resolve(options.baseDir, secret.file));
+    const read = await readWebhookSecret(secret, options.env, options.baseDir);
     const signers = 'value' in read ? signersOfValue(read.value) : read.reason;
     if (typeof signers === 'string') {
       problems.push({ path, message: signers });

@@ -7,7 +7,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from '../support/run-command.ts';
+import { runCli, runMain } from '../support/run-command.ts';
 
 // Each test starts a few processes; a loaded CI machine takes seconds for each.
 const PROCESSES_TIMEOUT_MS = 60_000;
@@ -159,5 +159,70 @@ describe('check-config and webhook destinations', { timeout: PROCESSES_TIMEOUT_M
       ),
     );
     expect(result).toEqual({ code: 0, stdout: 'config OK: 1 tenant\n', stderr: '' });
+  });
+});
+
+// Regression: check-config said "config OK" for webhook secrets the gateway then refused at start (exit 2).
+// Both judge them by the webhook service's own reading of them (src/webhooks/secrets.ts).
+describe('check-config and webhook secrets', { timeout: PROCESSES_TIMEOUT_MS }, () => {
+  let folder: string;
+  beforeAll(async () => {
+    folder = await mkdtemp(join(tmpdir(), 'gengate-check-webhook-secrets-'));
+  });
+  afterAll(async () => {
+    await rm(folder, { recursive: true, force: true });
+  });
+
+  it('lists an unset variable, a missing file and a value that is no whsec_ secret, as the gateway does at start; --skip-credentials leaves them out', async () => {
+    const missing = join(folder, 'missing-secret');
+    await writeFile(join(folder, 'relative-secret'), `${ENV.HOOK_SECRET}\n`);
+    await writeFile(join(folder, 'plain-secret'), 'not-a-webhook-secret\n');
+    const hook = (id: string, secret: string) =>
+      `      - { id: ${id}, url: "https://hooks.team-a.svc.cluster.local/", secret: ${secret}, events: [job.completed] }`;
+    const path = join(folder, 'secrets.yaml');
+    await writeFile(
+      path,
+      [
+        'upstream: { credentials: { shared: { env: SHARED_TOKEN } } }',
+        'store: { kind: memory }',
+        'webhooks: { allowedDestinations: ["*.svc.cluster.local"] }',
+        'tenants:',
+        '  - id: team-a',
+        '    credential: shared',
+        '    keys: []',
+        '    webhooks:',
+        hook('unset', '{ env: UNSET_HOOK_SECRET }'),
+        hook('missing', `{ file: "${missing}" }`),
+        hook('relative', '{ file: relative-secret }'),
+        hook('plain', '{ file: plain-secret }'),
+        hook('fine', '{ env: HOOK_SECRET }'),
+        '',
+      ].join('\n'),
+    );
+    const problems = [
+      'tenants[0].webhooks[0].secret: environment variable UNSET_HOOK_SECRET is not set',
+      'tenants[0].webhooks[1].secret: cannot read the file (ENOENT)',
+      'tenants[0].webhooks[3].secret: not a whsec_<base64> secret',
+    ];
+    expect(await runCli(['check-config', '--config', path], { env: ENV })).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: [`${path}: invalid configuration`, ...problems, ''].join('\n'),
+    });
+    expect(await runCli(['check-config', '--config', path, '--skip-credentials'], { env: ENV })).toEqual({
+      code: 0,
+      stdout: 'config OK: 1 tenant\n',
+      stderr: '',
+    });
+    // The gateway stops on the same list, before it opens anything.
+    expect(await runMain(['--config', path], { env: ENV })).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: [
+        `gengate: invalid configuration ${path} (from --config)`,
+        ...problems.map((line) => `  ${line}`),
+        '',
+      ].join('\n'),
+    });
   });
 });

@@ -136,6 +136,34 @@ describe('npm run gengate -- <command>', { timeout: PROCESSES_TIMEOUT_MS }, () =
       mistake('gengate simulator: --port must be a non-negative integer (see gengate simulator --help)'),
     ]);
   });
+
+  // Regression: node:net's RangeError [ERR_SOCKET_BAD_PORT] stack, exit 1.
+  it('simulator --port past 65535: one line, exit 2', async () => {
+    const pastTheLast = mistake(
+      'gengate simulator: --port must be at most 65535 (see gengate simulator --help)',
+    );
+    expect(
+      await Promise.all(
+        [
+          ['simulator', '--port', '65536'],
+          ['simulator', '--port', '70000'],
+        ].map(runCliWith),
+      ),
+    ).toEqual([pastTheLast, pastTheLast]);
+  });
+
+  // Regression: the lookup's getaddrinfo ENOTFOUND stack, exit 1. Without a resolver the lookup fails
+  // with EAI_AGAIN instead; the line is the same but for the code.
+  it('simulator --host that is neither an address nor a name that resolves: one line naming it, exit 2', async () => {
+    const result = await runCli(['simulator', '--host', '999.1.1.1', '--port', '0']);
+    expect(result).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: expect.stringMatching(
+        /^gengate simulator: --host 999\.1\.1\.1: not an IP address, nor a name that resolves \((ENOTFOUND|EAI_AGAIN)\) \(see gengate simulator --help\)\n$/,
+      ) as string,
+    });
+  });
 });
 
 describe('key expiry', { timeout: PROCESSES_TIMEOUT_MS }, () => {
