@@ -1,21 +1,12 @@
 // Builds the gateway from its parts. It never listens, exits or reads the environment: src/main.ts
 // does that, and tests build the same app with their own parts.
-import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
-import type { IncomingMessage } from 'node:http';
 import type { GatewayConfig } from './config/schema.ts';
 import { createClientErrorHandler } from './errors/client-error.ts';
+import { requestIdFor } from './errors/client-request-id.ts';
 import { answerFrameworkError } from './errors/error-handler.ts';
 import { installGatewayPipeline, type GatewayParts } from './gateway/pipeline.ts';
 import { gatewayServerOptions } from './gateway/server-options.ts';
-
-// A client's X-Request-Id is kept only when it is short and plain enough to log and echo safely.
-const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-
-function requestIdFor(request: IncomingMessage): string {
-  const offered = request.headers['x-request-id'];
-  return typeof offered === 'string' && SANE_REQUEST_ID.test(offered) ? offered : randomUUID();
-}
 
 export function buildApp(config: GatewayConfig, deps: GatewayParts): FastifyInstance {
   const app = Fastify({

@@ -9,6 +9,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
 import { isLeftUnanswered, isRefusedConnection, refuseConnection } from './refused-connections.ts';
 import { errorEnvelope } from '../maxai/envelope.ts';
+import { requestIdFor, requestIdInRawHead } from './client-request-id.ts';
 import { unroutedRequestError } from './error-handler.ts';
 import { gatewayError, type GatewayError } from './registry.ts';
 
@@ -55,7 +56,10 @@ function answerFor(error: ParserError): GatewayError {
   }
 }
 
-/** `answer` as a whole HTTP/1.1 response for a raw connection, which closes after it. */
+/**
+ * `answer` as a whole HTTP/1.1 response for a raw connection, which closes after it. Private and not to be
+ * stored, as every answer to a request that may carry a tenant key.
+ */
 export function rawAnswer(answer: GatewayError, reqId: string): string {
   const body = JSON.stringify(errorEnvelope(answer.status, answer));
   const extraHeaders = Object.entries(answer.headers)
@@ -64,7 +68,8 @@ export function rawAnswer(answer: GatewayError, reqId: string): string {
   return (
     `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status] ?? ''}\r\n` +
     `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-    `X-Request-Id: ${reqId}\r\n${extraHeaders}Connection: close\r\n\r\n${body}`
+    `X-Request-Id: ${reqId}\r\nCache-Control: private, no-store\r\nVary: Authorization\r\n` +
+    `${extraHeaders}Connection: close\r\n\r\n${body}`
   );
 }
 
@@ -96,6 +101,21 @@ function afterCompleteRequestsAnswered(socket: Duplex, answer: () => void): void
   });
 }
 
+/**
+ * The refused request's id: the client's when it offered a sane one and its head can be read (parsed
+ * already, for a request refused in its body or too slow with it; else from the bytes the parser refused).
+ */
+function refusedRequestId(error: ParserError, socket: Duplex): string {
+  const response = responseInFlight(socket);
+  if (response !== undefined && !response.req.complete) return requestIdFor(response.req);
+  const { rawPacket, bytesParsed } = error;
+  const offered =
+    Buffer.isBuffer(rawPacket) && bytesParsed !== undefined
+      ? requestIdInRawHead(rawPacket, bytesParsed)
+      : undefined;
+  return offered ?? randomUUID();
+}
+
 /** Fastify's `clientErrorHandler` for a server whose lines go to `logger`. */
 export function createClientErrorHandler(logger: FastifyBaseLogger) {
   return function answerClientError(error: ParserError, socket: Duplex): void {
@@ -106,10 +126,11 @@ export function createClientErrorHandler(logger: FastifyBaseLogger) {
     // While the refusal waits for earlier responses, a request that completes after a timeout is not served.
     refuseConnection(socket);
     const answer = answerFor(error);
-    const reqId = randomUUID();
+    const reqId = refusedRequestId(error, socket);
     logger.info(
       {
         reqId,
+        clientAddress: (socket as Duplex & { remoteAddress?: string }).remoteAddress,
         status: answer.status,
         errorCode: error.code !== undefined && NODE_ERROR_CODE.test(error.code) ? error.code : undefined,
       },

@@ -1,0 +1,43 @@
+// The X-Request-Id a client offered, kept only when it is short and plain enough to log and echo safely:
+// Fastify's id for every request it parses (src/app.ts), and the id of the answers Node's parser leaves to
+// gengate (client-error.ts), read from the raw head the client sent when the parser gave up on it.
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+
+const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const REQUEST_ID_FIELD = /^x-request-id:[ \t]*([^\r\n]*?)[ \t]*$/i;
+// A request line: a method token, a target without spaces, a version.
+const REQUEST_LINE = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+ [!-~]+ HTTP\/\d\.\d$/;
+
+const saneOrUndefined = (offered: unknown): string | undefined =>
+  typeof offered === 'string' && SANE_REQUEST_ID.test(offered) ? offered : undefined;
+
+/** The client's id when it offered a sane one, else a fresh UUID. */
+export function requestIdFor(request: IncomingMessage): string {
+  return saneOrUndefined(request.headers['x-request-id']) ?? randomUUID();
+}
+
+/**
+ * The sane X-Request-Id of the request whose head holds byte `failedAt` of `packet` (the bytes Node's
+ * parser refused), when that head, from its request line, is in the packet and offers exactly one.
+ */
+export function requestIdInRawHead(packet: Buffer, failedAt: number): string | undefined {
+  // latin1: one character per byte, so `failedAt` is an offset in the text too.
+  const lines = packet.toString('latin1').split('\r\n');
+  // The line the parser failed in: the first whose end (its CRLF included) lies past `failedAt`.
+  let failedLine = 0;
+  for (let offset = 0; failedLine < lines.length - 1; failedLine += 1) {
+    offset += (lines[failedLine]?.length ?? 0) + 2;
+    if (offset > failedAt) break;
+  }
+  // Its head starts at the last request line up to it, and ends at the first empty line after that.
+  let start = failedLine;
+  while (start >= 0 && !REQUEST_LINE.test(lines[start] ?? '')) start -= 1;
+  if (start < 0) return undefined;
+  const offered: string[] = [];
+  for (let index = start + 1; index < lines.length && lines[index] !== ''; index += 1) {
+    const value = REQUEST_ID_FIELD.exec(lines[index] ?? '')?.[1];
+    if (value !== undefined) offered.push(value);
+  }
+  return offered.length === 1 ? saneOrUndefined(offered[0]) : undefined;
+}
