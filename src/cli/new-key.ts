@@ -72,11 +72,14 @@ export function newKeyCommand(argv: string[]): Promise<number> {
     Date.now(),
   );
   if (soon !== undefined) process.stderr.write(`warning: ${soon.message}\n`);
-  // JSON strings are valid YAML double-quoted scalars, so any label is pasted safely.
+  // JSON strings are valid YAML double-quoted scalars, so any label is pasted safely; a `${` in it is
+  // written `$${`, which the configuration reads back as itself rather than as a variable.
   const members = [
     `sha256: "${sha256}"`,
     `prefix: "${prefix}"`,
-    ...(args.label === undefined ? [] : [`label: ${JSON.stringify(args.label)}`]),
+    ...(args.label === undefined
+      ? []
+      : [`label: ${JSON.stringify(args.label).replaceAll('${', () => '$${')}`]),
     ...(args.expiresAt === undefined ? [] : [`expiresAt: "${args.expiresAt}"`]),
   ];
   process.stdout.write(
