@@ -10,7 +10,7 @@ import { settlementOfRecord } from '../jobs/outcome.ts';
 import { createReservationPlanner } from '../jobs/reservation.ts';
 import { createSettleJob, type SettleJobDeps } from '../jobs/settle.ts';
 import { createJobTracker } from '../jobs/tracker.ts';
-import { toMicroUsd, toUsd } from '../jobs/pricing.ts';
+import { toUsd } from '../usage/pricing.ts';
 import { createOutcomeOf } from './create-outcome.ts';
 import type { GatewayParts } from './pipeline.ts';
 import { requestIdParam, routeOf, tenantOf } from './request-state.ts';
@@ -27,21 +27,7 @@ function payloadBytes(payload: unknown): Buffer | undefined {
 export function installJobFollowing(app: FastifyInstance, config: GatewayConfig, parts: GatewayParts) {
   const { store, logger } = parts;
   const now = parts.now ?? Date.now;
-  const metrics = createJobMetrics(parts.metrics.registry, store.jobs, {
-    tenantIds: config.tenants.map((tenant) => tenant.id),
-    credentials: Object.keys(config.upstream.credentials),
-    budgets: config.tenants.flatMap(({ id, budget }) =>
-      budget === undefined
-        ? []
-        : [
-            {
-              tenant: id,
-              daily: budget.dailyUsd === undefined ? undefined : toMicroUsd(budget.dailyUsd),
-              monthly: budget.monthlyUsd === undefined ? undefined : toMicroUsd(budget.monthlyUsd),
-            },
-          ],
-    ),
-  });
+  const metrics = createJobMetrics(parts.metrics, store.jobs, Object.keys(config.upstream.credentials));
   const tellDeps: SettleJobDeps = {
     jobs: store.jobs,
     jobEnds: store.jobEnds,

@@ -38,7 +38,7 @@ import type { TenantDirectory } from '../auth/tenant-directory.ts';
 import type { GatewayConfig } from '../config/schema.ts';
 import { answerConnectRequests } from '../errors/client-error.ts';
 import { installErrorHandling } from '../errors/error-handler.ts';
-import { compilePrices } from '../jobs/pricing.ts';
+import { compilePrices } from '../usage/pricing.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
 import { loadShedding } from '../overload/shed-load.ts';
 import { GATEWAY_ROUTES } from '../routing/route-table.ts';
@@ -120,21 +120,22 @@ export function installGatewayPipeline(
   void app.register(validationFailureCounter, { metrics: parts.metrics });
 
   // Per route of the allowlist.
-  const { authenticate, handlerFor, showLimitsOnRefusal, chargeLimits, countServedRequest } = createRouteSteps({
-    tenants: parts.tenants,
-    credentials: parts.credentials,
-    upstream: parts.upstream,
-    usage: parts.store.usage,
-    prices: compilePrices(config.pricing),
-    jobs: parts.store.jobs,
-    limiter: parts.store.limiter,
-    authFailures: installAuthFailureGuard(app, config.server.authenticationFailures),
-    metrics: parts.metrics,
-    credentialHealth:
-      parts.credentialHealth ??
-      createCredentialHealth(parts.metrics, Object.keys(config.upstream.credentials)),
-    now: parts.now ?? Date.now,
-  });
+  const { authenticate, handlerFor, showLimitsOnRefusal, chargeLimits, countServedRequest } =
+    createRouteSteps({
+      tenants: parts.tenants,
+      credentials: parts.credentials,
+      upstream: parts.upstream,
+      usage: parts.store.usage,
+      prices: compilePrices(config.pricing),
+      jobs: parts.store.jobs,
+      limiter: parts.store.limiter,
+      authFailures: installAuthFailureGuard(app, config.server.authenticationFailures),
+      metrics: parts.metrics,
+      credentialHealth:
+        parts.credentialHealth ??
+        createCredentialHealth(parts.metrics, Object.keys(config.upstream.credentials)),
+      now: parts.now ?? Date.now,
+    });
   const enforcePolicy = createPolicyHook(parts.metrics);
   const continueWhenAllowed = createContinueGate(parts.store.limiter);
   const holdRequestBody = createRequestBodyHold({

@@ -3,7 +3,7 @@
 import type { DoneFuncWithErrOrRes, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { ExpiredKey, presentedKeyPrefix, type TenantDirectory } from '../auth/tenant-directory.ts';
 import type { JobBook } from '../jobs/book.ts';
-import type { Prices } from '../jobs/pricing.ts';
+import type { Prices } from '../usage/pricing.ts';
 import { GatewayError, type ErrorCode } from '../errors/registry.ts';
 import { upstreamPath, type GatewayRoute } from '../routing/route-table.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';

@@ -1,12 +1,16 @@
 // The jobs' and budgets' metrics (docs/operations.md, "Metrics"; names fixed by the contract). Labels come
 // from configuration (tenants, credentials) and fixed sets (outcomes, poll results), so series stay
 // bounded. The gauges of what the store holds (reserved USD, jobs in flight) are read from the store when
-// Prometheus scrapes, one call per configured tenant and credential.
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+// Prometheus scrapes, one call per configured tenant and credential. Tenants and their budgets are those of
+// the configuration applied last: a reload hands them over like every per-tenant series'
+// (src/gateway/tenant-series.ts), so a tenant it adds has its counters at 0 at once.
+import { Counter, Gauge, Histogram } from 'prom-client';
 import type { RouteId } from '../config/route-ids.ts';
+import type { TenantConfig } from '../config/schema.ts';
+import type { GatewayMetrics } from '../observability/metrics.ts';
 import type { JobBook, SettledJob } from './book.ts';
 import type { JobOutcome } from './job-ends.ts';
-import { toUsd } from './pricing.ts';
+import { toMicroUsd, toUsd } from '../usage/pricing.ts';
 import { POLL_RESULTS, type PollResult } from './tracker.ts';
 
 export const JOB_OUTCOMES: readonly JobOutcome[] = ['completed', 'failed', 'cancelled', 'expired'];
@@ -15,17 +19,36 @@ const JOB_ROUTES: readonly RouteId[] = ['images.create', 'videos.create'];
 const JOB_DURATION_BUCKETS_SECONDS = [1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 3600, 21_600, 86_400];
 const MS_PER_SECOND = 1_000;
 
-export interface JobMetricsScope {
-  tenantIds: readonly string[];
-  credentials: readonly string[];
-  /** The tenants with a budget, and its limits (micro-USD). */
-  budgets: readonly { tenant: string; daily: number | undefined; monthly: number | undefined }[];
+/** A tenant's budget limits, micro-USD. */
+interface TenantBudget {
+  tenant: string;
+  daily: number | undefined;
+  monthly: number | undefined;
+}
+
+function budgetsOf(tenants: readonly TenantConfig[]): TenantBudget[] {
+  return tenants.flatMap(({ id, budget }) =>
+    budget === undefined
+      ? []
+      : [
+          {
+            tenant: id,
+            daily: budget.dailyUsd === undefined ? undefined : toMicroUsd(budget.dailyUsd),
+            monthly: budget.monthlyUsd === undefined ? undefined : toMicroUsd(budget.monthlyUsd),
+          },
+        ],
+  );
 }
 
 export type JobMetrics = ReturnType<typeof createJobMetrics>;
 
-export function createJobMetrics(registry: Registry, jobs: JobBook, scope: JobMetricsScope) {
-  const { tenantIds } = scope;
+/** The credentials are fixed at start (a reload changes tenants only); the tenants come from `metrics`. */
+export function createJobMetrics(
+  metrics: Pick<GatewayMetrics, 'registry' | 'addTenantSeries'>,
+  jobs: JobBook,
+  credentials: readonly string[],
+) {
+  const { registry } = metrics;
   const spent = new Counter({
     name: 'gengate_budget_spent_usd_total',
     help: 'USD settled as spent: the upstream-reported cost of completed jobs, the estimate of expired ones.',
@@ -50,12 +73,8 @@ export function createJobMetrics(registry: Registry, jobs: JobBook, scope: JobMe
     labelNames: ['tenant', 'outcome'] as const,
     registers: [registry],
   });
-  for (const tenant of tenantIds) {
-    spent.inc({ tenant }, 0);
-    unreserved.inc({ tenant }, 0);
-    dropped.inc({ tenant }, 0);
-    for (const outcome of JOB_OUTCOMES) finished.inc({ tenant, outcome }, 0);
-  }
+  let tenantIds: readonly string[] = [];
+  let budgets: readonly TenantBudget[] = [];
   const duration = new Histogram({
     name: 'gengate_job_duration_seconds',
     help: 'Time from a job admitted to its settlement.',
@@ -70,7 +89,7 @@ export function createJobMetrics(registry: Registry, jobs: JobBook, scope: JobMe
     labelNames: ['credential', 'result'] as const,
     registers: [registry],
   });
-  for (const credential of scope.credentials) {
+  for (const credential of credentials) {
     for (const result of POLL_RESULTS) polls.inc({ credential, result }, 0);
   }
   const backlog = new Gauge({
@@ -85,7 +104,7 @@ export function createJobMetrics(registry: Registry, jobs: JobBook, scope: JobMe
   });
   backlog.set(0);
   oldestAge.set(0);
-  new Gauge({
+  const reserved = new Gauge({
     name: 'gengate_budget_reserved_usd',
     help: 'USD reserved by jobs in flight, per tenant (reserved this calendar month).',
     labelNames: ['tenant'] as const,
@@ -98,13 +117,13 @@ export function createJobMetrics(registry: Registry, jobs: JobBook, scope: JobMe
       }
     },
   });
-  new Gauge({
+  const usedRatio = new Gauge({
     name: 'gengate_budget_used_ratio',
     help: "Share of a tenant's budget spent or reserved in the current period (UTC day or month).",
     labelNames: ['tenant', 'scope'] as const,
     registers: [registry],
     async collect() {
-      for (const { tenant, daily, monthly } of scope.budgets) {
+      for (const { tenant, daily, monthly } of budgets) {
         const usage = await jobs.usage(tenant, daily, monthly).catch(() => undefined);
         for (const [name, period] of [
           ['daily', usage?.daily],
@@ -117,7 +136,7 @@ export function createJobMetrics(registry: Registry, jobs: JobBook, scope: JobMe
       }
     },
   });
-  new Gauge({
+  const inFlight = new Gauge({
     name: 'gengate_jobs_in_flight',
     help: 'Jobs admitted and not yet settled, per tenant.',
     labelNames: ['tenant'] as const,
@@ -135,10 +154,23 @@ export function createJobMetrics(registry: Registry, jobs: JobBook, scope: JobMe
     labelNames: ['credential'] as const,
     registers: [registry],
     async collect() {
-      for (const credential of scope.credentials) {
+      for (const credential of credentials) {
         this.set({ credential }, await jobs.credentialJobsInFlight(credential).catch(() => 0));
       }
     },
+  });
+  // At start and on each reload: every tenant's counters start at 0, and the gauges read the tenants and
+  // budgets of that configuration (the series of a tenant or budget it removed go; a counter's stay).
+  metrics.addTenantSeries((tenants) => {
+    tenantIds = tenants.map((tenant) => tenant.id);
+    budgets = budgetsOf(tenants);
+    for (const gauge of [reserved, usedRatio, inFlight]) gauge.reset();
+    for (const tenant of tenantIds) {
+      spent.inc({ tenant }, 0);
+      unreserved.inc({ tenant }, 0);
+      dropped.inc({ tenant }, 0);
+      for (const outcome of JOB_OUTCOMES) finished.inc({ tenant, outcome }, 0);
+    }
   });
 
   return {

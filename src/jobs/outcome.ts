@@ -3,7 +3,7 @@
 // an end yet. The record's bytes are read once, without parsing its results (src/usage/record-summary.ts).
 import { readRecordSummary } from '../usage/record-summary.ts';
 import type { Settlement } from './book.ts';
-import { toMicroUsd } from './pricing.ts';
+import { toMicroUsd } from '../usage/pricing.ts';
 
 /** The settlement a 2xx poll answer about `requestId` calls for, or undefined while the job runs. */
 export function settlementOfRecord(body: Buffer): Settlement | undefined {

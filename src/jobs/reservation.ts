@@ -7,7 +7,7 @@ import type { RouteId } from '../config/route-ids.ts';
 import { gatewayError, type GatewayError } from '../errors/registry.ts';
 import type { JobReservation, ReservationRefusal } from './book.ts';
 import type { JobRoute } from './job-ends.ts';
-import { compilePrices, expectedCostMicroUsd, toMicroUsd, toUsd } from './pricing.ts';
+import { compilePrices, expectedCostMicroUsd, toMicroUsd, toUsd } from '../usage/pricing.ts';
 
 const MS_PER_SECOND = 1_000;
 

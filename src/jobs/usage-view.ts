@@ -3,7 +3,7 @@
 // in flight. A scope without a budget is null. USD from exact micro-USD integers.
 import type { TenantConfig } from '../config/schema.ts';
 import type { BudgetPeriodUsage, JobBook } from './book.ts';
-import { toMicroUsd, toUsd } from './pricing.ts';
+import { toMicroUsd, toUsd } from '../usage/pricing.ts';
 
 function periodView(period: BudgetPeriodUsage | undefined) {
   if (period === undefined) return null;

@@ -8,6 +8,7 @@ import { getHeapStatistics } from 'node:v8';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import packageJson from '../../package.json' with { type: 'json' };
 import { FORWARDED_ROUTE_IDS } from '../config/route-ids.ts';
+import type { TenantConfig } from '../config/schema.ts';
 import { CellCounter, CellHistogram } from './cell-metrics.ts';
 
 // Whole requests and upstream calls: from a refusal answered in half a millisecond to a generation call
@@ -39,6 +40,9 @@ export type LoadShedReason = (typeof LOAD_SHED_REASONS)[number];
 
 /** The servers whose connections are bounded (src/server/connection-limits.ts). */
 const CONNECTION_SERVERS = ['gateway', 'admin'] as const;
+
+/** Starts a part's per-tenant series at 0 for a configuration's tenants: at start, then on each reload. */
+export type StartTenantSeries = (tenants: readonly TenantConfig[]) => void;
 
 export type GatewayMetrics = ReturnType<typeof createMetrics>;
 
@@ -170,6 +174,40 @@ export function createMetrics(registry: Registry = new Registry()) {
     labelNames: ['version', 'node_version'] as const,
     registers: [registry],
   }).set({ version: packageJson.version, node_version: process.versions.node }, 1);
+  const usageImages = new CellCounter({
+    name: 'gengate_usage_images_total',
+    help: 'Images requested by tenants (samples of forwarded image creates, after policy).',
+    labelNames: ['tenant'] as const,
+    registers: [registry],
+  });
+  const usageVideoSeconds = new CellCounter({
+    name: 'gengate_usage_video_seconds_total',
+    help: 'Video seconds requested by tenants (durations of forwarded video creates).',
+    labelNames: ['tenant'] as const,
+    registers: [registry],
+  });
+  const usageEstimatedCost = new CellCounter({
+    name: 'gengate_usage_estimated_cost_usd_total',
+    help: 'The expected cost of forwarded creates, from pricing: what admission reserves for them.',
+    labelNames: ['tenant'] as const,
+    registers: [registry],
+  });
+  const usageReportedCost = new CellCounter({
+    name: 'gengate_usage_reported_cost_usd_total',
+    help: 'The totalCost the upstream reported for finished records, counted once per record polled.',
+    labelNames: ['tenant'] as const,
+    registers: [registry],
+  });
+  const startUsageCountersAtZero: StartTenantSeries = (tenants) => {
+    for (const { id } of tenants) {
+      usageImages.labels(id);
+      usageVideoSeconds.labels(id);
+      usageEstimatedCost.labels(id);
+      usageReportedCost.labels(id);
+    }
+  };
+  const tenantSeriesStarters = [startUsageCountersAtZero];
+  let configuredTenants: readonly TenantConfig[] = [];
   return {
     registry,
     loadShed,
@@ -264,29 +302,25 @@ export function createMetrics(registry: Registry = new Registry()) {
       labelNames: ['credential'] as const,
       registers: [registry],
     }),
-    usageImages: new CellCounter({
-      name: 'gengate_usage_images_total',
-      help: 'Images requested by tenants (samples of forwarded image creates, after policy).',
-      labelNames: ['tenant'] as const,
-      registers: [registry],
-    }),
-    usageVideoSeconds: new CellCounter({
-      name: 'gengate_usage_video_seconds_total',
-      help: 'Video seconds requested by tenants (durations of forwarded video creates).',
-      labelNames: ['tenant'] as const,
-      registers: [registry],
-    }),
-    usageEstimatedCost: new CellCounter({
-      name: 'gengate_usage_estimated_cost_usd_total',
-      help: "The gateway's estimate of the cost of forwarded creates (video prices; images estimate 0).",
-      labelNames: ['tenant'] as const,
-      registers: [registry],
-    }),
-    usageReportedCost: new CellCounter({
-      name: 'gengate_usage_reported_cost_usd_total',
-      help: 'The totalCost the upstream reported for finished records, counted once per record polled.',
-      labelNames: ['tenant'] as const,
-      registers: [registry],
-    }),
+    usageImages,
+    usageVideoSeconds,
+    usageEstimatedCost,
+    usageReportedCost,
+    /**
+     * Starts every per-tenant series at 0 for the tenants of a configuration: the usage counters, and those
+     * of the parts added since (src/gateway/tenant-series.ts calls it at start and on each reload).
+     */
+    startTenantSeriesAtZero(tenants: readonly TenantConfig[]) {
+      configuredTenants = tenants;
+      for (const start of tenantSeriesStarters) start(tenants);
+    },
+    /**
+     * A part built after the configuration was applied (the job metrics, built with the app): its series
+     * start at once for the tenants configured so far, then for those of each reload.
+     */
+    addTenantSeries(start: StartTenantSeries) {
+      tenantSeriesStarters.push(start);
+      start(configuredTenants);
+    },
   };
 }

@@ -3,6 +3,7 @@
 // both meters store: in this process (src/store/memory/usage-meter.ts) or in Redis hashes
 // (src/store/redis/usage-meter.ts).
 import type { RouteId } from '../config/route-ids.ts';
+import { toUsd } from './pricing.ts';
 
 export interface UsageCounters {
   requests: Partial<Record<RouteId, number>>;
@@ -11,14 +12,14 @@ export interface UsageCounters {
   videoSecondsRequested: number;
   /** Sum of `totalCost` of the tenant's finished records that it polled, each counted once. */
   reportedCostUsd: number;
-  /** The gateway's estimate for what it forwarded (video prices only; see src/usage/pricing.ts). */
+  /** The expected cost of the creates it forwarded, as admission reserves it (./pricing.ts). */
   estimatedCostUsd: number;
 }
 
 export type UsageEvent =
   | { kind: 'request'; route: RouteId }
-  | { kind: 'images'; count: number; estimatedCostUsd: number }
-  | { kind: 'video'; seconds: number; estimatedCostUsd: number }
+  | { kind: 'images'; count: number; estimatedCostMicroUsd: number }
+  | { kind: 'video'; seconds: number; estimatedCostMicroUsd: number }
   | { kind: 'reportedCost'; requestId: string; costUsd: number };
 
 export interface UsageReport {
@@ -41,8 +42,12 @@ export interface UsageMeter {
 export type UsageFields = Map<string, number>;
 
 const REQUESTS_FIELD_PREFIX = 'requests.';
-// Costs are sums of floats; six decimals is finer than any price the service publishes.
+// Reported costs are sums of the upstream's floats; six decimals is finer than any price the service
+// publishes. Estimates are summed exactly, as integers of micro-USD like every amount of ./pricing.ts.
 const COST_DECIMALS = 1e6;
+const ESTIMATED_COST_FIELD = 'estimatedCostMicroUsd';
+// Where the estimate was kept before, in USD as a float: a store written then still counts it.
+const ESTIMATED_COST_USD_FIELD = 'estimatedCostUsd';
 
 // The label changes once a month and every metered request asks for it: remember the current month.
 let currentMonth = { label: '', startMs: 0, endMs: 0 };
@@ -80,12 +85,12 @@ export function addEvent(fields: UsageFields, event: UsageEvent): void {
       return;
     case 'images':
       addToField(fields, 'imagesRequested', event.count);
-      addToField(fields, 'estimatedCostUsd', event.estimatedCostUsd);
+      addToField(fields, ESTIMATED_COST_FIELD, event.estimatedCostMicroUsd);
       return;
     case 'video':
       addToField(fields, 'videosRequested', 1);
       addToField(fields, 'videoSecondsRequested', event.seconds);
-      addToField(fields, 'estimatedCostUsd', event.estimatedCostUsd);
+      addToField(fields, ESTIMATED_COST_FIELD, event.estimatedCostMicroUsd);
       return;
     case 'reportedCost':
       addToField(fields, 'reportedCostUsd', event.costUsd);
@@ -105,7 +110,10 @@ export function countersFromFields(fields: UsageFields): UsageCounters {
     videosRequested: fields.get('videosRequested') ?? 0,
     videoSecondsRequested: fields.get('videoSecondsRequested') ?? 0,
     reportedCostUsd: Math.round((fields.get('reportedCostUsd') ?? 0) * COST_DECIMALS) / COST_DECIMALS,
-    estimatedCostUsd: Math.round((fields.get('estimatedCostUsd') ?? 0) * COST_DECIMALS) / COST_DECIMALS,
+    estimatedCostUsd: toUsd(
+      (fields.get(ESTIMATED_COST_FIELD) ?? 0) +
+        Math.round((fields.get(ESTIMATED_COST_USD_FIELD) ?? 0) * COST_DECIMALS),
+    ),
   };
   for (const [field, value] of fields) {
     if (field.startsWith(REQUESTS_FIELD_PREFIX)) {

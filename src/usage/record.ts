@@ -1,8 +1,8 @@
-// Turns one successful exchange into usage events: what was requested on creates, and the service's
-// own `totalCost` when a tenant polls a finished record.
+// Turns one successful exchange into usage events: what was requested on creates, with the cost admission
+// reserves for it, and the service's own `totalCost` when a tenant polls a finished record.
 import type { RouteId } from '../config/route-ids.ts';
-import { requestedSamples, requestedVideoSeconds, requestedVideoTier } from '../maxai/request-values.ts';
-import { estimateVideoCostUsd } from './pricing.ts';
+import { expectedCostMicroUsd, toUsd, type Prices } from './pricing.ts';
+import { requestedSamples, requestedVideoSeconds } from '../maxai/request-values.ts';
 import { readRecordSummary } from './record-summary.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
 import type { UsageEvent, UsageMeter } from './meter.ts';
@@ -15,21 +15,20 @@ function reportedCost(responseBody: Buffer): { requestId: string; costUsd: numbe
 }
 
 function usageEventsFor(
+  prices: Prices,
   route: RouteId,
   requestBody: Record<string, unknown> | undefined,
   responseBody: Buffer,
 ): UsageEvent[] {
   switch (route) {
     case 'images.create':
-      return [{ kind: 'images', count: requestedSamples(requestBody), estimatedCostUsd: 0 }];
     case 'videos.create': {
-      const seconds = requestedVideoSeconds(requestBody);
+      // An image whose model matches no pricing.images entry is estimated at 0, as admission reserves it.
+      const estimatedCostMicroUsd = expectedCostMicroUsd(prices, route, requestBody) ?? 0;
       return [
-        {
-          kind: 'video',
-          seconds,
-          estimatedCostUsd: estimateVideoCostUsd(seconds, requestedVideoTier(requestBody)),
-        },
+        route === 'images.create'
+          ? { kind: 'images', count: requestedSamples(requestBody), estimatedCostMicroUsd }
+          : { kind: 'video', seconds: requestedVideoSeconds(requestBody), estimatedCostMicroUsd },
       ];
     }
     case 'images.get':
@@ -49,11 +48,13 @@ type RequestedUsageMetrics = Pick<
 
 /**
  * Meters one successful exchange: the tenant's usage view and the usage counters of /metrics. A reported
- * cost reaches /metrics from the meter, which alone knows whether the record was counted before.
+ * cost reaches /metrics from the meter, which alone knows whether the record was counted before. A create
+ * is estimated with the prices admission reserves with (`prices`, compiled from the same `pricing`).
  */
 export function recordExchangeUsage(
   meter: UsageMeter,
   metrics: RequestedUsageMetrics,
+  prices: Prices,
   exchange: {
     tenantId: string;
     route: RouteId;
@@ -62,20 +63,13 @@ export function recordExchangeUsage(
   },
   nowMs: number,
 ): void {
-  for (const event of usageEventsFor(exchange.route, exchange.requestBody, exchange.responseBody)) {
-    meter.record(exchange.tenantId, event, nowMs);
-    if (event.kind === 'images') metrics.usageImages.labels(exchange.tenantId).inc(event.count);
-    if (event.kind === 'video') metrics.usageVideoSeconds.labels(exchange.tenantId).inc(event.seconds);
+  const { tenantId, route, requestBody, responseBody } = exchange;
+  for (const event of usageEventsFor(prices, route, requestBody, responseBody)) {
+    meter.record(tenantId, event, nowMs);
+    if (event.kind === 'images') metrics.usageImages.labels(tenantId).inc(event.count);
+    if (event.kind === 'video') metrics.usageVideoSeconds.labels(tenantId).inc(event.seconds);
     if (event.kind === 'images' || event.kind === 'video') {
-      metrics.usageEstimatedCost.labels(exchange.tenantId).inc(event.estimatedCostUsd);
+      metrics.usageEstimatedCost.labels(tenantId).inc(toUsd(event.estimatedCostMicroUsd));
     }
   }
-}
-
-/** Creates the usage counters of a tenant at 0. */
-export function startUsageCountersAtZero(metrics: RequestedUsageMetrics, tenantId: string): void {
-  metrics.usageImages.labels(tenantId);
-  metrics.usageVideoSeconds.labels(tenantId);
-  metrics.usageEstimatedCost.labels(tenantId);
-  metrics.usageReportedCost.labels(tenantId);
 }

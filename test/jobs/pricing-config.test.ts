@@ -3,7 +3,7 @@
 // integers computed from the validated, policy-adjusted body.
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfigText, type ConfigProblem } from '../../src/config/load.ts';
-import { compilePrices, expectedCostMicroUsd, toMicroUsd } from '../../src/jobs/pricing.ts';
+import { compilePrices, expectedCostMicroUsd, toMicroUsd } from '../../src/usage/pricing.ts';
 
 const HASH = 'a'.repeat(64);
 const ENV = { MAXAI_TOKEN: 'token-shared' };

@@ -164,7 +164,7 @@ describe('per-request metrics on GET /metrics', () => {
       'gengate_usage_images_total{tenant="beta"} 0',
       'gengate_usage_images_total{tenant="gamma"} 0',
     ]);
-    // Images are estimated at 0 (the service publishes video prices only) and nothing was polled.
+    // The harness prices no image (pricing.images is empty), so images are estimated at 0; nothing was polled.
     for (const name of ['gengate_usage_estimated_cost_usd_total', 'gengate_usage_reported_cost_usd_total']) {
       expect(await seriesOf(name)).toEqual(
         ['alpha', 'beta', 'gamma'].map((tenant) => `${name}{tenant="${tenant}"} 0`),

@@ -122,14 +122,23 @@ test('a tenant a reload adds has its counters at 0 at once, so its first event s
     return metrics.includes('tenant="team-b"');
   });
   expect(metrics.split('\n').filter((line) => line.includes('tenant="team-b"'))).toEqual([
-    'gengate_policy_actions_total{tenant="team-b",rule="steps",action="clamped",mode="shadow"} 0',
     'gengate_usage_images_total{tenant="team-b"} 0',
     'gengate_usage_video_seconds_total{tenant="team-b"} 0',
     'gengate_usage_estimated_cost_usd_total{tenant="team-b"} 0',
     'gengate_usage_reported_cost_usd_total{tenant="team-b"} 0',
+    'gengate_policy_actions_total{tenant="team-b",rule="steps",action="clamped",mode="shadow"} 0',
     ...['admitted', 'rate_limited', 'not_charged', 'cost_exceeds_limit'].map(
       (decision) =>
         `gengate_rate_limit_decisions_total{tenant="team-b",limit="hourly",decision="${decision}"} 0`,
     ),
+    // The budget and job series too (test/jobs/reload-tenant-series.test.ts: with a budget).
+    'gengate_budget_spent_usd_total{tenant="team-b"} 0',
+    'gengate_budget_unreserved_admissions_total{tenant="team-b"} 0',
+    'gengate_budget_unreserved_dropped_total{tenant="team-b"} 0',
+    ...['completed', 'failed', 'cancelled', 'expired'].map(
+      (outcome) => `gengate_jobs_finished_total{tenant="team-b",outcome="${outcome}"} 0`,
+    ),
+    'gengate_budget_reserved_usd{tenant="team-b"} 0',
+    'gengate_jobs_in_flight{tenant="team-b"} 0',
   ]);
 });

@@ -1,7 +1,9 @@
 // docs/usage.md#get-v1accountusage: account.usage for `account: gateway` tenants: the tenant's own usage as metered
 // by the gateway, shared by every replica on one Redis, and each polled record's cost counted once.
 import { isDeepStrictEqual } from 'node:util';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { usageKey } from '../../src/store/redis/keys.ts';
 import type { UsageReport } from '../../src/usage/meter.ts';
 import { startGatewayHarness, type GatewayHarness } from '../support/gateway-harness.ts';
 import { startRedisServer, type RedisServer } from '../support/redis-server.ts';
@@ -138,5 +140,20 @@ describe('two replicas on one Redis', () => {
       return reported[0] === totalCost;
     });
     expect(reported).toEqual([totalCost, 0]);
+  });
+
+  // The estimate was kept in USD as a float before it was kept in micro-USD: a store written then keeps
+  // counting what it holds after an upgrade.
+  test('an estimate kept in the older field still counts', async () => {
+    const [first] = replicas;
+    const before = (await usageOf(first)).lifetime.estimatedCostUsd;
+    const client = new Redis(redis.url);
+    try {
+      await client.hincrbyfloat(`gengate:${usageKey('alpha', 'lifetime')}`, 'estimatedCostUsd', 0.25);
+    } finally {
+      client.disconnect();
+    }
+    const after = (await usageOf(first)).lifetime.estimatedCostUsd;
+    expect(Math.round((after - before) * 1e6)).toBe(250_000);
   });
 });

@@ -26,7 +26,7 @@ test('a report read while this replica flushes counts each increment exactly onc
   const meter = meterFlushedOnClose();
   const now = Date.now();
   meter.record('alpha', { kind: 'request', route: 'account.usage' }, now);
-  meter.record('alpha', { kind: 'images', count: 2, estimatedCostUsd: 0 }, now);
+  meter.record('alpha', { kind: 'images', count: 2, estimatedCostMicroUsd: 20_000 }, now);
 
   // The report's read is on the wire first; close() flushes behind it on the same connection.
   const reading = meter.report('alpha', now);
@@ -39,7 +39,7 @@ test('a report read while this replica flushes counts each increment exactly onc
     videosRequested: 0,
     videoSecondsRequested: 0,
     reportedCostUsd: 0,
-    estimatedCostUsd: 0,
+    estimatedCostUsd: 0.02,
   };
   expect(report.currentMonth).toEqual(expected);
   expect(report.lifetime).toEqual(expected);
