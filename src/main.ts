@@ -6,7 +6,7 @@ import { buildAdminApp } from './admin/app.ts';
 import { createReadiness } from './admin/readiness.ts';
 import { buildApp } from './app.ts';
 import { EXIT_CANNOT_LISTEN, EXIT_INVALID } from './cli/exit-codes.ts';
-import { cannotListenMessage, type ListenAddress } from './cli/listen-failure.ts';
+import { cannotListenMessage, unresolvableHostReason, type ListenAddress } from './cli/listen-failure.ts';
 import { gengateVersion } from './cli/arguments.ts';
 import { readStartOptions } from './cli/start-options.ts';
 import { createTenantDirectory } from './auth/tenant-directory.ts';
@@ -52,15 +52,23 @@ async function orExitOnConfigError<T>(step: () => Promise<T>): Promise<T> {
   }
 }
 
-/** An address that cannot be had ends the process with one line naming it and its setting. */
+/**
+ * An address that cannot be had ends the process with one line naming it and its setting; a host that
+ * does not resolve is a mistake in the file (exit 2), named by its own setting.
+ */
 async function orExitIfCannotListen<T>(
-  setting: string,
+  setting: `${string}.port`,
   address: ListenAddress,
   listen: () => Promise<T>,
 ): Promise<T> {
   try {
     return await listen();
   } catch (error) {
+    const hostReason = unresolvableHostReason(error);
+    if (hostReason !== undefined) {
+      process.stderr.write(`gengate: ${setting.replace(/port$/, 'host')} ${address.host}: ${hostReason}\n`);
+      process.exit(EXIT_INVALID);
+    }
     const message = cannotListenMessage(error, address, setting);
     if (message === undefined) throw error;
     process.stderr.write(`gengate: ${message}\n`);

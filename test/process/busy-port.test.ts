@@ -64,3 +64,15 @@ test('gengate simulator on a port in use: one line on stderr, exit 3', async () 
     stderr: `gengate simulator: cannot listen on 127.0.0.1:${heldPort} (--port): address already in use\n`,
   });
 });
+
+// Regression: a host that does not resolve crashed the gateway with getaddrinfo's stack trace.
+test('a server host that does not resolve: one line naming server.host, exit 2', async () => {
+  const config = oneTenantConfig({ upstreamUrl: 'http://127.0.0.1:1', keys: [] }).replace(
+    'server: { host: 127.0.0.1,',
+    'server: { host: 999.1.1.1,',
+  );
+  expect(config).toContain('host: 999.1.1.1');
+  await expect(startGatewayProcess(await writeTempConfig(config), { SHARED_TOKEN: 'token' })).rejects.toThrow(
+    /^gengate exited with 2 before it was ready: gengate: server\.host 999\.1\.1\.1: not an IP address, nor a name that resolves \((ENOTFOUND|EAI_AGAIN)\)\n$/,
+  );
+});
