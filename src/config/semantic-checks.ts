@@ -8,7 +8,6 @@ import { redisUrlProblem } from './redis-url.ts';
 import type { TenantConfig } from './schema.ts';
 import type { WellFormedParts } from './well-formed-parts.ts';
 
-type Tenants = WellFormedParts['tenants'];
 type Members = WellFormedParts['tenantMembers'];
 
 function checkUniqueTenantIds(tenants: Members, problems: ConfigProblem[]): void {
@@ -62,14 +61,14 @@ function checkLimitIds(tenants: Members, problems: ConfigProblem[]): void {
 
 // Webhook ids name deliveries to their tenant; a URL is judged for its address only at each attempt
 // (docs/webhooks.md), but one that is not an http(s) URL is a mistake to report now.
-function checkWebhooks(tenants: Tenants, problems: ConfigProblem[]): void {
-  for (const { index: tenantIndex, tenant } of tenants) {
+function checkWebhooks(tenants: Members, problems: ConfigProblem[]): void {
+  for (const { index: tenantIndex, id, webhooks } of tenants) {
     const seen = new Set<string>();
-    tenant.webhooks.forEach((webhook, webhookIndex) => {
+    for (const { index: webhookIndex, item: webhook } of webhooks) {
       if (seen.has(webhook.id)) {
         problems.push({
           path: formatPath(['tenants', tenantIndex, 'webhooks', webhookIndex, 'id']),
-          message: `webhook id "${webhook.id}" is used twice in tenant "${tenant.id}"`,
+          message: `webhook id "${webhook.id}" is used twice in tenant "${id ?? tenantIndex}"`,
         });
       }
       seen.add(webhook.id);
@@ -79,7 +78,7 @@ function checkWebhooks(tenants: Tenants, problems: ConfigProblem[]): void {
           message: 'must be an http or https URL',
         });
       }
-    });
+    }
   }
 }
 
@@ -101,25 +100,27 @@ function checkCredentialReferences(
   }
 }
 
-function checkPassthroughAccounts(tenants: Tenants, problems: ConfigProblem[]): void {
-  const tenantsByCredential = Map.groupBy(tenants, ({ tenant }) => tenant.credential);
-  for (const { index, tenant } of tenants) {
+function checkPassthroughAccounts(tenants: Members, problems: ConfigProblem[]): void {
+  const tenantsByCredential = Map.groupBy(
+    tenants.filter((tenant) => tenant.credential !== undefined),
+    ({ credential }) => credential,
+  );
+  for (const { index, credential, account } of tenants) {
+    if (account !== 'passthrough' || credential === undefined) continue;
     // A passthrough tenant sees the upstream account's usage and keys: only its own account is safe to show.
-    const sharers = (tenantsByCredential.get(tenant.credential) ?? []).filter(
-      (other) => other.index !== index,
-    );
-    if (tenant.account === 'passthrough' && sharers.length > 0) {
+    const sharers = (tenantsByCredential.get(credential) ?? []).filter((other) => other.index !== index);
+    if (sharers.length > 0) {
       problems.push({
         path: formatPath(['tenants', index, 'account']),
-        message: `passthrough needs a credential of its own, but credential "${tenant.credential}" is also used by ${sharers.map((other) => `"${other.tenant.id}"`).join(', ')}`,
+        message: `passthrough needs a credential of its own, but credential "${credential}" is also used by ${sharers.map((other) => `"${other.id ?? formatPath(['tenants', other.index])}"`).join(', ')}`,
       });
     }
   }
 }
 
-function checkModelGlobs(tenants: Tenants, problems: ConfigProblem[]): void {
-  for (const { index: tenantIndex, tenant } of tenants) {
-    const models = tenant.policy.models;
+function checkModelGlobs(tenants: Members, problems: ConfigProblem[]): void {
+  for (const { index: tenantIndex, policy } of tenants) {
+    const models = policy?.models;
     for (const list of ['allow', 'deny'] as const) {
       models?.[list]?.forEach((glob, globIndex) => {
         const problem = modelGlobProblem(glob);
@@ -139,9 +140,9 @@ function checkModelGlobs(tenants: Tenants, problems: ConfigProblem[]): void {
  * price. An allow list restricts what is forwarded only in enforce mode; an allowed glob counts as priced
  * when a price glob matches its text (a price for `vendor@*` covers the allowed `vendor@fast-*`).
  */
-function unpricedImages(tenant: TenantConfig, priceGlobs: readonly string[]): string | undefined {
+function unpricedImages(policy: TenantConfig['policy'], priceGlobs: readonly string[]): string | undefined {
   if (priceGlobs.includes('*')) return undefined;
-  const models = tenant.policy.mode === 'enforce' ? tenant.policy.models : undefined;
+  const models = policy.mode === 'enforce' ? policy.models : undefined;
   if (models?.allowServiceDefault ?? true) return 'an image create without model';
   if (models?.allow === undefined) return 'an image create with any model';
   const unpriced = models.allow.find((glob) => firstMatchingGlob(priceGlobs, glob) === undefined);
@@ -150,7 +151,7 @@ function unpricedImages(tenant: TenantConfig, priceGlobs: readonly string[]): st
 
 // A budget reserves each create's expected cost; a create without a price could not be held to it.
 function checkPricesForBudgets(
-  tenants: Tenants,
+  tenants: Members,
   priceGlobs: string[] | undefined,
   problems: ConfigProblem[],
 ): void {
@@ -161,9 +162,10 @@ function checkPricesForBudgets(
       problems.push({ path: formatPath(['pricing', 'images', index, 'model']), message: problem });
     }
   });
-  for (const { index, tenant } of tenants) {
-    if (tenant.budget === undefined) continue;
-    const unpriced = unpricedImages(tenant, priceGlobs);
+  for (const { index, budget, policy } of tenants) {
+    // A policy with a problem of its own cannot say which models a create may name.
+    if (budget === undefined || policy === undefined) continue;
+    const unpriced = unpricedImages(policy, priceGlobs);
     if (unpriced !== undefined) {
       problems.push({
         path: formatPath(['tenants', index, 'budget']),
@@ -183,11 +185,11 @@ export function checkConfigSemantics(parts: WellFormedParts): ConfigProblem[] {
   checkUniqueTenantIds(parts.tenantMembers, problems);
   checkUniqueKeyHashes(parts.tenantMembers, problems);
   checkLimitIds(parts.tenantMembers, problems);
-  checkWebhooks(parts.tenants, problems);
+  checkWebhooks(parts.tenantMembers, problems);
   checkCredentialReferences(parts.tenantMembers, parts.credentialNames, problems);
-  checkPassthroughAccounts(parts.tenants, problems);
-  checkModelGlobs(parts.tenants, problems);
-  checkPricesForBudgets(parts.tenants, parts.imagePriceGlobs, problems);
+  checkPassthroughAccounts(parts.tenantMembers, problems);
+  checkModelGlobs(parts.tenantMembers, problems);
+  checkPricesForBudgets(parts.tenantMembers, parts.imagePriceGlobs, problems);
   checkRedisUrl(parts.redisUrl, problems);
   return problems;
 }

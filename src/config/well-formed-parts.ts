@@ -23,11 +23,12 @@ export interface TenantMembers {
   keys: { index: number; item: TenantKey }[];
   limits: { index: number; item: TenantLimit }[];
   webhooks: { index: number; item: TenantWebhook }[];
+  account: TenantConfig['account'] | undefined;
+  policy: TenantConfig['policy'] | undefined;
+  budget: TenantConfig['budget'];
 }
 
 export interface WellFormedParts {
-  /** The tenants that passed the schema, each with its index in the file. */
-  tenants: { index: number; tenant: TenantConfig }[];
   /**
    * Every tenant, well-formed or not, with only its members that passed the schema: a mistake in one
    * limit must not hide a duplicate id or an unknown credential in the same file.
@@ -64,6 +65,8 @@ function tenantMembers(tenant: Mapping, index: number, shape: ShapeCheck): Tenan
   const at = ['tenants', index];
   const wellFormedString = (name: string) =>
     typeof tenant[name] === 'string' && shape.isWellFormed([...at, name]) ? tenant[name] : undefined;
+  const wellFormedMapping = (name: string) =>
+    isMapping(tenant[name]) && shape.isWellFormed([...at, name]) ? tenant[name] : undefined;
   return {
     index,
     id: wellFormedString('id'),
@@ -71,6 +74,9 @@ function tenantMembers(tenant: Mapping, index: number, shape: ShapeCheck): Tenan
     keys: wellFormedItems(tenant.keys, [...at, 'keys'], shape) as TenantMembers['keys'],
     limits: wellFormedItems(tenant.limits, [...at, 'limits'], shape) as TenantMembers['limits'],
     webhooks: wellFormedItems(tenant.webhooks, [...at, 'webhooks'], shape) as TenantMembers['webhooks'],
+    account: wellFormedString('account') as TenantMembers['account'],
+    policy: wellFormedMapping('policy') as TenantMembers['policy'],
+    budget: wellFormedMapping('budget'),
   };
 }
 
@@ -88,9 +94,6 @@ export function wellFormedParts(document: unknown, shape: ShapeCheck): WellForme
     imagePriceGlobs: shape.isWellFormed(['pricing', 'images'])
       ? imagePrices.map((price) => price.model)
       : undefined,
-    tenants: tenants.flatMap((tenant, index) =>
-      shape.isWellFormed(['tenants', index]) ? [{ index, tenant: tenant as TenantConfig }] : [],
-    ),
     tenantMembers: tenants.flatMap((tenant, index) =>
       isMapping(tenant) ? [tenantMembers(tenant, index, shape)] : [],
     ),

@@ -262,6 +262,47 @@ tenants:
     ]);
   });
 
+  // Regression: a mistake in one member of a tenant hid the problems of its other members, and of every
+  // check across tenants that read it, until the first was fixed.
+  it("lists a tenant's problems in one pass, whichever of its members has a shape problem", async () => {
+    expect(
+      await problemsOf(`
+upstream: { credentials: { shared: { env: MAXAI_TOKEN } } }
+pricing: { images: [{ model: "vendor@*", usdPerSample: 0.01 }] }
+tenants:
+  - id: team-a
+    credential: shared
+    keys: []
+    account: passthrough
+    policy: { models: { allow: ["bad glob"] } }
+    budget: { dailyUsd: 5 }
+    limits: [{ id: r, routes: ["*"], cost: bogus, limit: 1, windowSeconds: 60 }]
+  - id: team-b
+    credential: shared
+    keys: []
+`),
+    ).toEqual([
+      {
+        path: 'tenants[0].limits[0].cost',
+        message: 'must be one of requests, samples, videoSeconds',
+      },
+      {
+        path: 'tenants[0].account',
+        message:
+          'passthrough needs a credential of its own, but credential "shared" is also used by "team-b"',
+      },
+      {
+        path: 'tenants[0].policy.models.allow[0]',
+        message: 'must not contain spaces or control characters',
+      },
+      {
+        path: 'tenants[0].budget',
+        message:
+          'an image create without model matches no pricing.images entry; a budget needs a price for every create (add a "*" entry, or narrow policy.models)',
+      },
+    ]);
+  });
+
   it('names an unknown key at the top level', async () => {
     expect(await problemsOf('servers: { port: 8080 }\n')).toEqual([
       { path: '(root)', message: 'unknown key "servers"' },
