@@ -44,7 +44,12 @@ it('refuses a webhook id used twice in a tenant and a url that is not an http(s)
       - { id: done, url: "http://[::1/hook", secret: { env: S }, events: [job.failed] }
       - { id: other, url: "ftp://a.example/", secret: { env: S }, events: [job.failed] }`),
   ).rejects.toMatchObject({
-    problems: [{ path: 'tenants[0].webhooks[2].url', message: 'must be an http or https URL' }],
+    // All in one pass: the third webhook's shape problem no longer hides the second's problems.
+    problems: [
+      { path: 'tenants[0].webhooks[2].url', message: 'must be an http or https URL' },
+      { path: 'tenants[0].webhooks[1].id', message: 'webhook id "done" is used twice in tenant "team-a"' },
+      { path: 'tenants[0].webhooks[1].url', message: 'must be an http or https URL' },
+    ],
   });
   await expect(
     config(`
