@@ -84,7 +84,7 @@ async function judge(
     );
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
-    return { problems: [...error.problems], warnings: [] };
+    return { problems: [...error.problems], warnings: [...error.warnings] };
   }
   const warnings = [...keyExpiryWarnings(config.tenants, Date.now()), ...webhookDestinationWarnings(config)];
   if (running === undefined) return { problems: [], warnings, config };

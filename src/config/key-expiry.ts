@@ -15,24 +15,53 @@ interface TenantKeys {
   keys: readonly Pick<TenantConfig['keys'][number], 'prefix' | 'expiresAt'>[];
 }
 
+/** A tenant's keys as the warnings read them, each with its place in the file. */
+interface PlacedTenantKeys {
+  index: number;
+  id: string | undefined;
+  keys: readonly { index: number; item: TenantKeys['keys'][number] }[];
+}
+
+/** The warning for one key expiring at `expiresAt`, or undefined when it is not soon. */
+function expiryWarning(
+  path: string,
+  which: string,
+  expiresAt: string,
+  nowMs: number,
+): ConfigProblem | undefined {
+  const expiresAtMs = Date.parse(expiresAt);
+  if (expiresAtMs <= nowMs) return { path, message: `${which} expired at ${expiresAt}` };
+  if (expiresAtMs - nowMs > KEY_EXPIRY_WARNING_DAYS * DAY_MS) return undefined;
+  const days = Math.ceil((expiresAtMs - nowMs) / DAY_MS);
+  return { path, message: `${which} expires at ${expiresAt}, in ${days} day${days === 1 ? '' : 's'}` };
+}
+
 export function keyExpiryWarnings(tenants: readonly TenantKeys[], nowMs: number): ConfigProblem[] {
-  const warnings: ConfigProblem[] = [];
-  tenants.forEach((tenant, tenantIndex) => {
-    tenant.keys.forEach((key, keyIndex) => {
-      if (key.expiresAt === undefined) return;
-      const expiresAtMs = Date.parse(key.expiresAt);
+  return keyExpiryWarningsOfMembers(
+    tenants.map((tenant, index) => ({
+      index,
+      id: tenant.id,
+      keys: tenant.keys.map((item, keyIndex) => ({ index: keyIndex, item })),
+    })),
+    nowMs,
+  );
+}
+
+/**
+ * The same warnings for the keys that passed the schema in a file that has problems: check-config lists
+ * them with the problems, so that one pass tells everything.
+ */
+export function keyExpiryWarningsOfMembers(
+  tenants: readonly PlacedTenantKeys[],
+  nowMs: number,
+): ConfigProblem[] {
+  return tenants.flatMap(({ index: tenantIndex, id, keys }) =>
+    keys.flatMap(({ index: keyIndex, item: key }) => {
+      if (key.expiresAt === undefined) return [];
       const path = formatPath(['tenants', tenantIndex, 'keys', keyIndex, 'expiresAt']);
-      const which = `key ${key.prefix} of tenant "${tenant.id}"`;
-      if (expiresAtMs <= nowMs) {
-        warnings.push({ path, message: `${which} expired at ${key.expiresAt}` });
-      } else if (expiresAtMs - nowMs <= KEY_EXPIRY_WARNING_DAYS * DAY_MS) {
-        const days = Math.ceil((expiresAtMs - nowMs) / DAY_MS);
-        warnings.push({
-          path,
-          message: `${which} expires at ${key.expiresAt}, in ${days} day${days === 1 ? '' : 's'}`,
-        });
-      }
-    });
-  });
-  return warnings;
+      const which = `key ${key.prefix} of tenant "${id ?? tenantIndex}"`;
+      const warning = expiryWarning(path, which, key.expiresAt, nowMs);
+      return warning === undefined ? [] : [warning];
+    }),
+  );
 }

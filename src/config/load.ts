@@ -14,6 +14,7 @@ import {
 } from './credentials.ts';
 import { toIsoDateTime } from './date-time.ts';
 import { interpolateEnv, type EnvSource } from './interpolate.ts';
+import { keyExpiryWarningsOfMembers } from './key-expiry.ts';
 import { ConfigError, formatPath, type ConfigProblem } from './problems.ts';
 import type { GatewayConfig } from './schema.ts';
 import { checkConfigSemantics } from './semantic-checks.ts';
@@ -137,7 +138,9 @@ export async function parseConfigText(text: string, options: ParseConfigOptions)
       problems.push(...(await redisFileProblems((document as GatewayConfig).store.redis)));
     problems.push(...(await webhookSecretProblems(parts.tenantMembers, options.env, options.baseDir)));
   }
-  if (problems.length > 0) throw new ConfigError(problems);
+  if (problems.length > 0) {
+    throw new ConfigError(problems, keyExpiryWarningsOfMembers(parts.tenantMembers, Date.now()));
+  }
 
   const config = document as GatewayConfig;
   captureEnvCredentials(config.upstream.credentials, options.env);

@@ -23,13 +23,16 @@ export function formatPath(segments: readonly PathSegment[]): string {
 
 export class ConfigError extends Error {
   readonly problems: readonly ConfigProblem[];
+  /** What is worth saying beside the problems (keys expired or expiring soon), for check-config. */
+  readonly warnings: readonly ConfigProblem[];
 
-  constructor(problems: readonly ConfigProblem[]) {
+  constructor(problems: readonly ConfigProblem[], warnings: readonly ConfigProblem[] = []) {
     const first = problems[0];
     const summary = first === undefined ? 'invalid configuration' : `${first.path}: ${first.message}`;
     const more = problems.length > 1 ? ` (and ${problems.length - 1} more)` : '';
     super(`invalid configuration: ${summary}${more}`);
     this.name = 'ConfigError';
     this.problems = problems;
+    this.warnings = warnings;
   }
 }

@@ -48,6 +48,30 @@ describe('gengate check-config', { timeout: PROCESSES_TIMEOUT_MS }, () => {
     );
   });
 
+  // Regression: a file with problems printed them alone, so an expired key went unmentioned until the
+  // file was otherwise fixed.
+  it('warns of an expired key beside the problems of a file that has some', async () => {
+    const path = join(folder, 'expired-and-invalid.yaml');
+    await writeFile(
+      path,
+      [
+        'colour: blue',
+        'upstream: { credentials: { shared: { env: SHARED } } }',
+        'tenants:',
+        '  - id: a',
+        '    credential: shared',
+        `    keys: [{ sha256: "${'a'.repeat(64)}", prefix: ggk_Abcd, expiresAt: "2020-01-01T00:00:00Z" }]`,
+        '',
+      ].join('\n'),
+    );
+    expect(await runGengate(['check-config', '--config', path], { env: { SHARED: 'token' } })).toEqual(
+      refusedConfig(path, [
+        '(root): unknown key "colour"',
+        'warning: tenants[0].keys[0].expiresAt: key ggk_Abcd of tenant "a" expired at 2020-01-01T00:00:00Z',
+      ]),
+    );
+  });
+
   // Variables no test environment sets.
   const UNSET_PREFIX = 'GENGATE_TEST_UNSET_PREFIX';
   const UNSET_TOKEN = 'GENGATE_TEST_UNSET_TOKEN';
