@@ -57,7 +57,7 @@ async function orExitOnConfigError<T>(step: () => Promise<T>): Promise<T> {
  * does not resolve is a mistake in the file (exit 2), named by its own setting.
  */
 async function orExitIfCannotListen<T>(
-  setting: `${string}.port`,
+  section: 'server' | 'admin' | 'simulator',
   address: ListenAddress,
   listen: () => Promise<T>,
 ): Promise<T> {
@@ -66,10 +66,10 @@ async function orExitIfCannotListen<T>(
   } catch (error) {
     const hostReason = unresolvableHostReason(error);
     if (hostReason !== undefined) {
-      process.stderr.write(`gengate: ${setting.replace(/port$/, 'host')} ${address.host}: ${hostReason}\n`);
+      process.stderr.write(`gengate: ${section}.host ${address.host}: ${hostReason}\n`);
       process.exit(EXIT_INVALID);
     }
-    const message = cannotListenMessage(error, address, setting);
+    const message = cannotListenMessage(error, address, `${section}.port`);
     if (message === undefined) throw error;
     process.stderr.write(`gengate: ${message}\n`);
     process.exit(EXIT_CANNOT_LISTEN);
@@ -115,7 +115,7 @@ const credentials = await orExitOnConfigError(() =>
 );
 
 const simulator = config.simulator.enabled
-  ? await orExitIfCannotListen('simulator.port', config.simulator, () =>
+  ? await orExitIfCannotListen('simulator', config.simulator, () =>
       startSimulator({
         host: config.simulator.host,
         port: config.simulator.port,
@@ -194,7 +194,7 @@ const admin = buildAdminApp({ logger, metrics, readiness, maxConnections: config
 
 const { server: gatewayAddress, admin: adminAddress } = config;
 // Fastify's own "Server listening" line, naming which server it is.
-await orExitIfCannotListen('server.port', gatewayAddress, () =>
+await orExitIfCannotListen('server', gatewayAddress, () =>
   gateway.listen({
     host: gatewayAddress.host,
     port: gatewayAddress.port,
@@ -202,7 +202,7 @@ await orExitIfCannotListen('server.port', gatewayAddress, () =>
     listenTextResolver: (address) => `gateway listening at ${address}`,
   }),
 );
-await orExitIfCannotListen('admin.port', adminAddress, () =>
+await orExitIfCannotListen('admin', adminAddress, () =>
   admin.listen({
     host: adminAddress.host,
     port: adminAddress.port,

@@ -3,6 +3,7 @@
 import type { ParseArgsOptionsConfig } from 'node:util';
 import { generateTenantKey } from '../auth/keys.ts';
 import { isRfc3339DateTime, toIsoDateTime } from '../config/date-time.ts';
+import { escapeReferences } from '../config/interpolate.ts';
 import { KEY_EXPIRY_WARNING_DAYS, keyExpiryWarnings } from '../config/key-expiry.ts';
 import { TENANT_ID_DESCRIPTION, TENANT_ID_PATTERN } from '../config/schema.ts';
 import { readArguments, reportUsageError, type CommandSpec } from './arguments.ts';
@@ -72,14 +73,12 @@ export function newKeyCommand(argv: string[]): Promise<number> {
     Date.now(),
   );
   if (soon !== undefined) process.stderr.write(`warning: ${soon.message}\n`);
-  // JSON strings are valid YAML double-quoted scalars, so any label is pasted safely; a `${` in it is
-  // written `$${`, which the configuration reads back as itself rather than as a variable.
+  // JSON strings are valid YAML double-quoted scalars, so any label is pasted safely; what interpolation
+  // would read as a variable is escaped, so the label loads as given.
   const members = [
     `sha256: "${sha256}"`,
     `prefix: "${prefix}"`,
-    ...(args.label === undefined
-      ? []
-      : [`label: ${JSON.stringify(args.label).replaceAll('${', () => '$${')}`]),
+    ...(args.label === undefined ? [] : [`label: ${escapeReferences(JSON.stringify(args.label))}`]),
     ...(args.expiresAt === undefined ? [] : [`expiresAt: "${args.expiresAt}"`]),
   ];
   process.stdout.write(

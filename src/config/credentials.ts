@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import { ConfigError, formatPath, type ConfigProblem } from './problems.ts';
 import type { GatewayConfig } from './schema.ts';
 import type { NamedCredential, TenantMembers } from './well-formed-parts.ts';
-import { readWebhookSecret, signersOfValue } from './webhook-secret-values.ts';
+import { judgeWebhookSecret, readWebhookSecret } from './webhook-secret-values.ts';
 
 const DEFAULT_CREDENTIAL_DEBOUNCE_MS = 200;
 const DEFAULT_CREDENTIAL_POLL_INTERVAL_MS = 5_000;
@@ -129,8 +129,7 @@ export async function webhookSecretProblems(
 ): Promise<ConfigProblem[]> {
   const judged = tenants.flatMap(({ index: tenantIndex, webhooks }) =>
     webhooks.map(async ({ index, item }): Promise<ConfigProblem | undefined> => {
-      const read = await readWebhookSecret(item.secret, env, baseDir);
-      const signers = 'value' in read ? signersOfValue(read.value) : read.reason;
+      const signers = judgeWebhookSecret(await readWebhookSecret(item.secret, env, baseDir));
       if (typeof signers !== 'string') return undefined;
       return { path: formatPath(['tenants', tenantIndex, 'webhooks', index, 'secret']), message: signers };
     }),

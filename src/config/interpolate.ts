@@ -7,6 +7,11 @@ import { formatPath, type ConfigProblem, type PathSegment } from './problems.ts'
 import { ENV_NAME_PATTERN } from './schema.ts';
 
 const REFERENCE = /\$(\$?)\{([^}]*)\}/g;
+
+/** `text` written so that interpolation reads it back as itself: each reference escaped with a `$`. */
+export function escapeReferences(text: string): string {
+  return text.replace(REFERENCE, (reference) => `$${reference}`);
+}
 const WHOLE_REFERENCE = /^\$\{([^}]*)\}$/;
 const ENV_NAME = new RegExp(ENV_NAME_PATTERN);
 

@@ -657,7 +657,7 @@ export const CONFIG_OPTION_DOCS: Readonly<Record<string, OptionDoc>> = {
   },
   'tenants[].limits[].routes': {
     type: 'non-empty list of route ids or `"*"`',
-    text: '`images.create`, `images.get`, `videos.create`, `videos.get`, `videos.delete`, `account.usage`, `account.keys`',
+    text: "`images.create`, `images.get`, `videos.create`, `videos.get`, `videos.delete`, `account.usage`, `account.keys`, and gengate's own `webhooks.deliveries`, `webhooks.redeliver`",
   },
   'tenants[].limits[].cost': { text: 'what one request costs: 1, its `samples`, or its video `duration`' },
   'tenants[].limits[].limit': { text: 'units admitted per window' },

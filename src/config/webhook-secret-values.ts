@@ -29,14 +29,26 @@ export async function readWebhookSecret(
   return value === undefined ? { reason: `environment variable ${secret.env} is not set` } : { value };
 }
 
+const NOT_A_SECRET = 'not a whsec_<base64> secret';
+
 /** The signers of a secret value, or the reason it cannot sign. */
-export function signersOfValue(value: string): Webhook[] | string {
+function signersOfValue(value: string): Webhook[] | string {
   const secrets = value.split(/\s+/).filter((part) => part !== '');
   if (secrets.length === 0) return 'no secret';
   const signers: Webhook[] = [];
   for (const secret of secrets) {
-    if (!/^whsec_[A-Za-z0-9+/]+={0,2}$/.test(secret)) return 'not a whsec_<base64> secret';
-    signers.push(new Webhook(secret));
+    if (!/^whsec_[A-Za-z0-9+/]+={0,2}$/.test(secret)) return NOT_A_SECRET;
+    try {
+      signers.push(new Webhook(secret));
+    } catch {
+      // Base64 of a length no encoder writes (`whsec_abc`): the library throws on it.
+      return NOT_A_SECRET;
+    }
   }
   return signers;
+}
+
+/** The signers of what was read, or why there are none. */
+export function judgeWebhookSecret(read: SecretRead): Webhook[] | string {
+  return 'value' in read ? signersOfValue(read.value) : read.reason;
 }

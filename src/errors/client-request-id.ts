@@ -30,9 +30,13 @@ export function requestIdInRawHead(packet: Buffer, failedAt: number): string | u
     offset += (lines[failedLine]?.length ?? 0) + 2;
     if (offset > failedAt) break;
   }
-  // Its head starts at the last request line up to it, and ends at the first empty line after that.
+  // Its head starts at the last request line up to it, and ends at the first empty line after that. An
+  // empty line on the way back ends an earlier message: the failing head's own line is not in the packet.
   let start = failedLine;
-  while (start >= 0 && !REQUEST_LINE.test(lines[start] ?? '')) start -= 1;
+  while (start >= 0 && !REQUEST_LINE.test(lines[start] ?? '')) {
+    if (lines[start] === '' && start < failedLine) return undefined;
+    start -= 1;
+  }
   if (start < 0) return undefined;
   const offered: string[] = [];
   for (let index = start + 1; index < lines.length && lines[index] !== ''; index += 1) {

@@ -1,7 +1,8 @@
 // The job steps of the pipeline (docs/budgets.md): what admission reserves for a create, what the create's
 // answer does to its job (create-outcome.ts: accepted, followed; refused, its reservation freed; unknown,
-// left to the tracker), a tenant's poll that shows a job's end and a tenant's DELETE (a cancellation) settling it
-// without an extra upstream call, and the tracker, started with the app and stopped when it closes.
+// left to the tracker), a tenant's poll that shows a job's end and a tenant's DELETE (a cancellation)
+// settling it without an extra upstream call, and the tracker, started with the app and stopped when it
+// closes.
 import type { DoneFuncWithErrOrRes, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayConfig } from '../config/schema.ts';
 import type { UnreservedJob } from '../jobs/book.ts';

@@ -184,7 +184,6 @@ export function installGatewayPipeline(
       webhooks: parts.webhooks,
       authenticate,
       chargeLimits,
-      showLimitsOnRefusal,
       countServedRequest,
     });
   }

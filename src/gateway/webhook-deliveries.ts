@@ -54,12 +54,12 @@ export function installWebhookDeliveryRoutes(
     authenticate: Hook;
     /** The tenant's limits charged, their headers set or the refusal thrown (src/gateway/routes.ts). */
     chargeLimits: (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
-    /** The limits as they stand on an error before the charge. */
-    showLimitsOnRefusal: (request: FastifyRequest, reply: FastifyReply, error: Error) => Promise<void>;
     countServedRequest: Hook;
   },
 ): void {
-  const { webhooks, authenticate, chargeLimits, showLimitsOnRefusal, countServedRequest } = options;
+  // Every refusal after authentication comes after the charge, whose headers it keeps: no onError needed
+  // to show the limits, as the forwarded routes have for refusals before theirs.
+  const { webhooks, authenticate, chargeLimits, countServedRequest } = options;
   // Both routes: the canonical target first, then the tenant key, then the tenant's limits, as on every
   // route; counted like every served request.
   const install = (route: GatewayRoute, admitTarget: Hook, handler: Handler) => {
@@ -71,7 +71,6 @@ export function installWebhookDeliveryRoutes(
       preHandler: chargeLimits,
       handler,
       onResponse: countServedRequest,
-      onError: showLimitsOnRefusal,
     });
   };
   install(LIST_ROUTE, admitRequestTarget, async (request, reply) => {

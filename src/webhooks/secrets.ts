@@ -9,9 +9,9 @@ import type { Webhook } from 'standardwebhooks';
 import { ConfigError, type ConfigProblem } from '../config/problems.ts';
 import { watchFileChanges } from '../config/watch-file.ts';
 import {
+  judgeWebhookSecret,
   readSecretFile,
   readWebhookSecret,
-  signersOfValue,
   type WebhookSecretSource,
 } from '../config/webhook-secret-values.ts';
 
@@ -67,7 +67,7 @@ export async function openWebhookSecrets(
   for (const { tenant, webhookId, secret, path } of webhooks) {
     const where = `tenant ${tenant} webhook ${webhookId}`;
     const read = await readWebhookSecret(secret, options.env, options.baseDir);
-    const signers = 'value' in read ? signersOfValue(read.value) : read.reason;
+    const signers = judgeWebhookSecret(read);
     if (typeof signers === 'string') {
       problems.push({ path, message: signers });
       continue;
@@ -104,7 +104,7 @@ function followSecretFile(path: string, where: string, entry: HeldSecret, option
     const read = ++latestRead;
     const result = await readSecretFile(path);
     if (read !== latestRead || ('value' in result && result.value === entry.value)) return;
-    const signers = 'value' in result ? signersOfValue(result.value) : result.reason;
+    const signers = judgeWebhookSecret(result);
     if (typeof signers === 'string') {
       options.logger?.warn(
         { webhook: where, file: path, reason: signers },

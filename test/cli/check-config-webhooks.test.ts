@@ -163,7 +163,7 @@ describe('check-config and webhook destinations', { timeout: PROCESSES_TIMEOUT_M
 });
 
 // Regression: check-config said "config OK" for webhook secrets the gateway then refused at start (exit 2).
-// Both judge them by the webhook service's own reading of them (src/webhooks/secrets.ts).
+// Both judge them by one reading (src/config/webhook-secret-values.ts).
 describe('check-config and webhook secrets', { timeout: PROCESSES_TIMEOUT_MS }, () => {
   let folder: string;
   beforeAll(async () => {
@@ -177,6 +177,8 @@ describe('check-config and webhook secrets', { timeout: PROCESSES_TIMEOUT_MS }, 
     const missing = join(folder, 'missing-secret');
     await writeFile(join(folder, 'relative-secret'), `${ENV.HOOK_SECRET}\n`);
     await writeFile(join(folder, 'plain-secret'), 'not-a-webhook-secret\n');
+    // Base64 of a length no encoder writes: the signing library throws on it (a stack trace, exit 1).
+    await writeFile(join(folder, 'badly-padded-secret'), 'whsec_abc\n');
     const hook = (id: string, secret: string) =>
       `      - { id: ${id}, url: "https://hooks.team-a.svc.cluster.local/", secret: ${secret}, events: [job.completed] }`;
     const path = join(folder, 'secrets.yaml');
@@ -195,6 +197,7 @@ describe('check-config and webhook secrets', { timeout: PROCESSES_TIMEOUT_MS }, 
         hook('missing', `{ file: "${missing}" }`),
         hook('relative', '{ file: relative-secret }'),
         hook('plain', '{ file: plain-secret }'),
+        hook('padding', '{ file: badly-padded-secret }'),
         hook('fine', '{ env: HOOK_SECRET }'),
         '',
       ].join('\n'),
@@ -203,6 +206,7 @@ describe('check-config and webhook secrets', { timeout: PROCESSES_TIMEOUT_MS }, 
       'tenants[0].webhooks[0].secret: environment variable UNSET_HOOK_SECRET is not set',
       'tenants[0].webhooks[1].secret: cannot read the file (ENOENT)',
       'tenants[0].webhooks[3].secret: not a whsec_<base64> secret',
+      'tenants[0].webhooks[4].secret: not a whsec_<base64> secret',
     ];
     expect(await runCli(['check-config', '--config', path], { env: ENV })).toEqual({
       code: 2,

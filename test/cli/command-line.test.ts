@@ -155,7 +155,10 @@ describe('npm run gengate -- <command>', { timeout: PROCESSES_TIMEOUT_MS }, () =
   // Regression: the lookup's getaddrinfo ENOTFOUND stack, exit 1. Without a resolver the lookup fails
   // with EAI_AGAIN instead; the line is the same but for the code.
   it('simulator --host that is neither an address nor a name that resolves: one line naming it, exit 2', async () => {
-    const result = await runCli(['simulator', '--host', '999.1.1.1', '--port', '0']);
+    // One short try of the resolver, wherever no DNS server answers (glibc reads RES_OPTIONS).
+    const result = await runCli(['simulator', '--host', '999.1.1.1', '--port', '0'], {
+      env: { RES_OPTIONS: 'timeout:1 attempts:1' },
+    });
     expect(result).toEqual({
       code: 2,
       stdout: '',

@@ -200,18 +200,20 @@ describe('gengate new-key', { timeout: PROCESSES_TIMEOUT_MS }, () => {
   });
 
   // Regression: a `${` in the label was printed as is, and the pasted entry then named a variable.
-  it('prints an entry that loads with the label as given, a `${` in it included', async () => {
-    const label = 'cost ${CENTER} "quoted"';
-    const result = await runGengate(['new-key', '--tenant', 'team-a', '--label', label]);
-    expect(result.code).toBe(0);
-    const entry = /^ {6}- \{.*\}$/m.exec(result.stdout)?.[0];
-    expect(entry).toBeDefined();
-    const config = await parseConfigText(
-      `upstream: { credentials: { shared: { env: T } } }\ntenants:\n  - id: team-a\n    credential: shared\n    keys:\n${entry!}\n`,
-      { env: { T: 'token' }, baseDir: '.' },
-    );
-    expect(config.tenants[0]?.keys[0]?.label).toBe(label);
-  });
+  it.each(['cost ${CENTER} "quoted"', 'a ${b', '${a${b}', 'already $${x}'])(
+    'prints an entry that loads with the label %s as given',
+    async (label) => {
+      const result = await runGengate(['new-key', '--tenant', 'team-a', '--label', label]);
+      expect(result.code).toBe(0);
+      const entry = /^ {6}- \{.*\}$/m.exec(result.stdout)?.[0];
+      expect(entry).toBeDefined();
+      const config = await parseConfigText(
+        `upstream: { credentials: { shared: { env: T } } }\ntenants:\n  - id: team-a\n    credential: shared\n    keys:\n${entry!}\n`,
+        { env: { T: 'token' }, baseDir: '.' },
+      );
+      expect(config.tenants[0]?.keys[0]?.label).toBe(label);
+    },
+  );
 
   it('refuses an invalid tenant id with exit code 2', async () => {
     expect(await runGengate(['new-key', '--tenant', 'Team_A'])).toEqual({

@@ -64,6 +64,31 @@ test.each([
   expect(answer.headers['x-request-id']).toMatch(UUID);
 });
 
+// Whatever bytes the id itself carries, none reaches the answer's head: the parser refuses the field, and
+// what is echoed passes the sane-id rule (no CR, LF, NUL or byte beyond ASCII). llhttp serves bytes beyond
+// ASCII in a value (obs-text), and Fastify's id then follows the same rule: a fresh one.
+test.each([
+  ['a NUL', 'X-Request-Id: a\u0000b\r\n'],
+  ['a bare LF', 'X-Request-Id: a\nSet-Cookie: x=1\r\n'],
+  ['a bare CR', 'X-Request-Id: a\rSet-Cookie: x=1\r\n'],
+])('an id holding %s: a fresh id, nothing of it in the answer', async (_name, fields) => {
+  const bytes = Buffer.from(head('GET /v1/account/usage HTTP/1.1', fields), 'latin1');
+  const exchange = await exchangeRaw(harness.url, bytes);
+  expect(exchange.answers).toHaveLength(1);
+  const [answer] = exchange.answers;
+  expect(answer!.status).toBe(400);
+  expect(answer!.headers['x-request-id']).toMatch(UUID);
+  expect(answer!.headers['set-cookie']).toBeUndefined();
+});
+
+test("a broken head after a sound request: not the earlier request's id", async () => {
+  const sound = head('GET /v1/account/usage HTTP/1.1', 'X-Request-Id: first\r\n');
+  const exchange = await exchangeRaw(harness.url, `${sound}\u0001BAD / HTTP/1.1\r\n\r\n`);
+  expect(exchange.answers.map((answer) => answer.status)).toEqual([200, 400]);
+  expect(exchange.answers[0]!.headers['x-request-id']).toBe('first');
+  expect(exchange.answers[1]!.headers['x-request-id']).toMatch(UUID);
+});
+
 test('a body too slow: 408 with the id its head offered', async () => {
   const { hostname, port } = new URL(harness.url);
   const socket = connect(Number(port), hostname);

@@ -14,7 +14,7 @@ const IMAGES = '/v1/images/generations';
  * What stands in front of the upstream: nothing listening (connections refused), an upstream that refuses
  * gengate's credential without taking anything, or a plain pass-through to the simulator.
  */
-type Door = 'closed' | 'refusing the credential' | 'open';
+type Door = 'closed' | 'refusing the credential' | 'cutting after the request' | 'open';
 
 const REFUSAL_BODY = JSON.stringify({
   status: 401,
@@ -51,6 +51,10 @@ async function setDoor(door: Door): Promise<void> {
     client.on('error', () => client.destroy());
     if (front?.door === 'refusing the credential') {
       client.once('data', () => client.end(REFUSAL));
+      return;
+    }
+    if (front?.door === 'cutting after the request') {
+      client.once('data', () => client.destroy());
       return;
     }
     const upstream = connect(simulatorPort, '127.0.0.1');
@@ -130,4 +134,25 @@ test("the upstream refusing gengate's credential: 502, and the same requestId go
   expect(again).toEqual({ status: 200, body: { status: 200, data: { requestId } } });
   expect(creates()).toHaveLength(createsBefore + 1);
   expect(await jobsInFlight()).toBe(inFlightBefore + 1);
+});
+
+// The other side of the line: a create that was written and then lost may have been taken, so its id
+// stays claimed (409 on a repeat, never submitted twice) and its reservation stays for the tracker.
+test('a connection lost after the request was written: 502, and the requestId stays claimed', async () => {
+  await setDoor('cutting after the request');
+  const inFlightBefore = await jobsInFlight();
+  const requestId = randomUUID();
+  expect(await create(requestId)).toMatchObject({
+    status: 502,
+    body: { error: { code: 'upstream_unavailable' } },
+  });
+  expect(await jobsInFlight()).toBe(inFlightBefore + 1);
+
+  await setDoor('open');
+  const createsBefore = creates().length;
+  expect(await create(requestId)).toMatchObject({
+    status: 409,
+    body: { error: { code: 'request_id_conflict' } },
+  });
+  expect(creates()).toHaveLength(createsBefore);
 });

@@ -22,10 +22,14 @@ async function rotatingService(overlapSeconds: number) {
   await writeFile(file, `${SECRET_A}\n`);
   const receiver: Receiver = await startReceiver('127.0.0.1');
   const reloads: string[] = [];
+  const warnings: string[] = [];
   const webhooks: WebhookService = await openTestService({
     tenants: [tenantWith('team-a', [{ id: 'done', url: `${receiver.origin}/hook`, secret: { file } }])],
     webhooks: { secretOverlapSeconds: overlapSeconds },
-    logger: { info: (_details, message) => reloads.push(message), warn: () => undefined },
+    logger: {
+      info: (_details, message) => reloads.push(message),
+      warn: (_details, message) => warnings.push(message),
+    },
   });
   closers.push(async () => {
     await webhooks.close();
@@ -39,12 +43,15 @@ async function rotatingService(overlapSeconds: number) {
     return receiver.requests[before] as ReceivedRequest;
   };
   // Replaced whole, as an editor or a Kubernetes secret mount does.
-  const rotate = async () => {
-    await writeFile(`${file}.next`, `${SECRET_B}\n`);
+  const replace = async (value: string) => {
+    await writeFile(`${file}.next`, `${value}\n`);
     await rename(`${file}.next`, file);
+  };
+  const rotate = async () => {
+    await replace(SECRET_B);
     await waitFor('the secret to be reloaded', () => reloads.includes('webhook secret reloaded'));
   };
-  return { deliver, rotate };
+  return { deliver, rotate, replace, warnings };
 }
 
 it('during the overlap a delivery verifies with the old secret and with the new one', async () => {
@@ -62,4 +69,16 @@ it('after the change, with no overlap, deliveries verify with the new secret onl
   await rotate();
   const after = await deliver();
   expect([verifiesWith(SECRET_A, after), verifiesWith(SECRET_B, after)]).toEqual([false, true]);
+});
+
+// Regression: a value the signing library throws on (base64 of a length no encoder writes) was an
+// unhandled rejection in the file watcher, which ends the process.
+it('a file replaced with a value that cannot sign is logged, and the last secret keeps signing', async () => {
+  const { deliver, replace, warnings } = await rotatingService(0);
+  await replace('whsec_abc');
+  await waitFor('the warning', () =>
+    warnings.includes('webhook secret file unusable; keeping the last secret'),
+  );
+  const after = await deliver();
+  expect(verifiesWith(SECRET_A, after)).toBe(true);
 });
