@@ -11,7 +11,7 @@ import { settlementOfRecord } from '../jobs/outcome.ts';
 import { createReservationPlanner } from '../jobs/reservation.ts';
 import { createSettleJob, type SettleJobDeps } from '../jobs/settle.ts';
 import { createJobTracker } from '../jobs/tracker.ts';
-import { toUsd } from '../usage/pricing.ts';
+import { toUsd, type Prices } from '../usage/pricing.ts';
 import { createOutcomeOf } from './create-outcome.ts';
 import type { GatewayParts } from './pipeline.ts';
 import { requestIdParam, routeOf, tenantOf } from './request-state.ts';
@@ -25,7 +25,12 @@ function payloadBytes(payload: unknown): Buffer | undefined {
   return typeof payload === 'string' ? Buffer.from(payload) : undefined;
 }
 
-export function installJobFollowing(app: FastifyInstance, config: GatewayConfig, parts: GatewayParts) {
+export function installJobFollowing(
+  app: FastifyInstance,
+  config: GatewayConfig,
+  parts: GatewayParts,
+  prices: Prices,
+) {
   const { store, logger } = parts;
   const now = parts.now ?? Date.now;
   const metrics = createJobMetrics(parts.metrics, store.jobs, Object.keys(config.upstream.credentials));
@@ -134,7 +139,7 @@ export function installJobFollowing(app: FastifyInstance, config: GatewayConfig,
 
   return {
     admitOptions: {
-      planReservation: createReservationPlanner(config),
+      planReservation: createReservationPlanner(prices, config.upstream.credentials),
       onUnreserved: metrics.countUnreserved,
       jobRetryAfterSeconds: Math.ceil(config.jobs.firstPollMs / MS_PER_SECOND),
       now,

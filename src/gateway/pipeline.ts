@@ -119,6 +119,8 @@ export function installGatewayPipeline(
   void app.register(jsonBodyParser, { bodyLimitBytes: config.server.bodyLimitBytes });
   void app.register(validationFailureCounter, { metrics: parts.metrics });
 
+  // One set of prices for what admission reserves and what usage estimates.
+  const prices = compilePrices(config.pricing);
   // Per route of the allowlist.
   const { authenticate, handlerFor, showLimitsOnRefusal, chargeLimits, countServedRequest } =
     createRouteSteps({
@@ -126,7 +128,7 @@ export function installGatewayPipeline(
       credentials: parts.credentials,
       upstream: parts.upstream,
       usage: parts.store.usage,
-      prices: compilePrices(config.pricing),
+      prices,
       jobs: parts.store.jobs,
       limiter: parts.store.limiter,
       authFailures: installAuthFailureGuard(app, config.server.authenticationFailures),
@@ -150,7 +152,7 @@ export function installGatewayPipeline(
   // A create is validated and judged by the tenant's policy before admission claims its requestId and
   // charges it; a request id is checked for ownership by the same admission. Refused requests consume
   // nothing.
-  const jobs = installJobFollowing(app, config, parts);
+  const jobs = installJobFollowing(app, config, parts, prices);
   const admit = createAdmitHook({
     admission: parts.store.admission,
     answerTakenRequestId: ownership.answerTakenRequestId,

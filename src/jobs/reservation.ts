@@ -7,7 +7,7 @@ import type { RouteId } from '../config/route-ids.ts';
 import { gatewayError, type GatewayError } from '../errors/registry.ts';
 import type { JobReservation, ReservationRefusal } from './book.ts';
 import type { JobRoute } from './job-ends.ts';
-import { compilePrices, expectedCostMicroUsd, toMicroUsd, toUsd } from '../usage/pricing.ts';
+import { expectedCostMicroUsd, toMicroUsd, toUsd, type Prices } from '../usage/pricing.ts';
 
 const MS_PER_SECOND = 1_000;
 
@@ -21,11 +21,11 @@ export type PlanReservation = (
   body: Record<string, unknown> | undefined,
 ) => JobReservation | undefined;
 
+/** `prices` are the ones usage estimates with too (src/gateway/pipeline.ts compiles them once). */
 export function createReservationPlanner(
-  config: Pick<GatewayConfig, 'pricing' | 'upstream'>,
+  prices: Prices,
+  credentials: GatewayConfig['upstream']['credentials'],
 ): PlanReservation {
-  const prices = compilePrices(config.pricing);
-  const credentials = config.upstream.credentials;
   return (tenant, route, body) => {
     if (!isJobRoute(route)) return undefined;
     const { budget } = tenant;
