@@ -11,7 +11,7 @@ import { settlementOfRecord } from '../jobs/outcome.ts';
 import { createReservationPlanner } from '../jobs/reservation.ts';
 import { createSettleJob, type SettleJobDeps } from '../jobs/settle.ts';
 import { createJobTracker } from '../jobs/tracker.ts';
-import { toUsd, type Prices } from '../usage/pricing.ts';
+import type { Prices } from '../usage/pricing.ts';
 import { createOutcomeOf } from './create-outcome.ts';
 import type { GatewayParts } from './pipeline.ts';
 import { requestIdParam, routeOf, tenantOf } from './request-state.ts';
@@ -41,8 +41,12 @@ export function installJobFollowing(
       metrics.countSettled(settled, now());
       const { end } = settled;
       if (end.outcome === 'completed') {
-        const costUsd = toUsd(settled.spentMicroUsd);
-        store.usage.record(end.tenant, { kind: 'reportedCost', requestId: end.requestId, costUsd }, now());
+        const reported = {
+          kind: 'reportedCost',
+          requestId: end.requestId,
+          costMicroUsd: settled.spentMicroUsd,
+        } as const;
+        store.usage.record(end.tenant, reported, now());
       }
     },
     onTellFailed(error, requestId) {

@@ -11,6 +11,7 @@ import {
 import { createJobEnds } from '../jobs/job-ends.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
 import { createRateLimitMetrics, rateLimitMetricsScope } from '../ratelimit/metrics.ts';
+import { toUsd } from '../usage/pricing.ts';
 import type { GatewayStore, StoreBackend, StoreJobOptions } from './gateway-store.ts';
 import { openMemoryStore } from './memory/open-memory-store.ts';
 import { createStoreMetrics, storeOperationsOf } from './metrics.ts';
@@ -55,8 +56,8 @@ export async function openStore(
     rateLimitMetricsScope(store.kind, store.failMode),
   );
   const storeMetrics = createStoreMetrics(deps.metrics.registry, storeOperationsOf(store.kind));
-  const onReportedCostCounted = (tenantId: string, costUsd: number) => {
-    deps.metrics.usageReportedCost.labels(tenantId).inc(costUsd);
+  const onReportedCostCounted = (tenantId: string, costMicroUsd: number) => {
+    deps.metrics.usageReportedCost.labels(tenantId).inc(toUsd(costMicroUsd));
   };
   const backend: StoreBackend =
     store.kind === 'memory'

@@ -3,7 +3,7 @@
 // both meters store: in this process (src/store/memory/usage-meter.ts) or in Redis hashes
 // (src/store/redis/usage-meter.ts).
 import type { RouteId } from '../config/route-ids.ts';
-import { toUsd } from './pricing.ts';
+import { toMicroUsd, toUsd } from './pricing.ts';
 
 export interface UsageCounters {
   requests: Partial<Record<RouteId, number>>;
@@ -20,7 +20,7 @@ export type UsageEvent =
   | { kind: 'request'; route: RouteId }
   | { kind: 'images'; count: number; estimatedCostMicroUsd: number }
   | { kind: 'video'; seconds: number; estimatedCostMicroUsd: number }
-  | { kind: 'reportedCost'; requestId: string; costUsd: number };
+  | { kind: 'reportedCost'; requestId: string; costMicroUsd: number };
 
 export interface UsageReport {
   month: string;
@@ -29,7 +29,7 @@ export interface UsageReport {
 }
 
 /** Told each time a meter counts a reported cost (once per record, whoever polls it how often). */
-export type OnReportedCostCounted = (tenantId: string, costUsd: number) => void;
+export type OnReportedCostCounted = (tenantId: string, costMicroUsd: number) => void;
 
 export interface UsageMeter {
   /** Never waits: recording is off the request's critical path. */
@@ -42,12 +42,11 @@ export interface UsageMeter {
 export type UsageFields = Map<string, number>;
 
 const REQUESTS_FIELD_PREFIX = 'requests.';
-// Reported costs are sums of the upstream's floats; six decimals is finer than any price the service
-// publishes. Estimates are summed exactly, as integers of micro-USD like every amount of ./pricing.ts.
-const COST_DECIMALS = 1e6;
+// Costs are summed exactly, as integers of micro-USD like every amount of ./pricing.ts.
+const REPORTED_COST_FIELD = 'reportedCostMicroUsd';
 const ESTIMATED_COST_FIELD = 'estimatedCostMicroUsd';
-// Where the estimate was kept before, in USD as a float: a store written then still counts it.
-const ESTIMATED_COST_USD_FIELD = 'estimatedCostUsd';
+// Where each cost was kept before, in USD as a sum of floats: a store written then still counts it.
+const LEGACY_USD_FIELDS = { reported: 'reportedCostUsd', estimated: 'estimatedCostUsd' } as const;
 
 // The label changes once a month and every metered request asks for it: remember the current month.
 let currentMonth = { label: '', startMs: 0, endMs: 0 };
@@ -93,7 +92,7 @@ export function addEvent(fields: UsageFields, event: UsageEvent): void {
       addToField(fields, ESTIMATED_COST_FIELD, event.estimatedCostMicroUsd);
       return;
     case 'reportedCost':
-      addToField(fields, 'reportedCostUsd', event.costUsd);
+      addToField(fields, REPORTED_COST_FIELD, event.costMicroUsd);
       return;
   }
 }
@@ -103,17 +102,18 @@ export function addFields(fields: UsageFields, increments: UsageFields): void {
   for (const [field, delta] of increments) addToField(fields, field, delta);
 }
 
+function costUsdOf(fields: UsageFields, microUsdField: string, legacyUsdField: string): number {
+  return toUsd((fields.get(microUsdField) ?? 0) + toMicroUsd(fields.get(legacyUsdField) ?? 0));
+}
+
 export function countersFromFields(fields: UsageFields): UsageCounters {
   const counters: UsageCounters = {
     requests: {},
     imagesRequested: fields.get('imagesRequested') ?? 0,
     videosRequested: fields.get('videosRequested') ?? 0,
     videoSecondsRequested: fields.get('videoSecondsRequested') ?? 0,
-    reportedCostUsd: Math.round((fields.get('reportedCostUsd') ?? 0) * COST_DECIMALS) / COST_DECIMALS,
-    estimatedCostUsd: toUsd(
-      (fields.get(ESTIMATED_COST_FIELD) ?? 0) +
-        Math.round((fields.get(ESTIMATED_COST_USD_FIELD) ?? 0) * COST_DECIMALS),
-    ),
+    reportedCostUsd: costUsdOf(fields, REPORTED_COST_FIELD, LEGACY_USD_FIELDS.reported),
+    estimatedCostUsd: costUsdOf(fields, ESTIMATED_COST_FIELD, LEGACY_USD_FIELDS.estimated),
   };
   for (const [field, value] of fields) {
     if (field.startsWith(REQUESTS_FIELD_PREFIX)) {

@@ -1,17 +1,17 @@
 // Turns one successful exchange into usage events: what was requested on creates, with the cost admission
 // reserves for it, and the service's own `totalCost` when a tenant polls a finished record.
 import type { RouteId } from '../config/route-ids.ts';
-import { expectedCostMicroUsd, toUsd, type Prices } from './pricing.ts';
+import { expectedCostMicroUsd, toMicroUsd, toUsd, type Prices } from './pricing.ts';
 import { requestedSamples, requestedVideoSeconds } from '../maxai/request-values.ts';
 import { readRecordSummary } from './record-summary.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
 import type { UsageEvent, UsageMeter } from './meter.ts';
 
-function reportedCost(responseBody: Buffer): { requestId: string; costUsd: number } | undefined {
+function reportedCost(responseBody: Buffer): { requestId: string; costMicroUsd: number } | undefined {
   const { id, totalCost, completedAt } = readRecordSummary(responseBody);
   // Only a finished record's cost is final; counting earlier would count a partial figure.
   if (id === undefined || totalCost === undefined || completedAt === undefined) return undefined;
-  return { requestId: id, costUsd: totalCost };
+  return { requestId: id, costMicroUsd: toMicroUsd(totalCost) };
 }
 
 function usageEventsFor(

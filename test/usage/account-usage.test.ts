@@ -142,18 +142,38 @@ describe('two replicas on one Redis', () => {
     expect(reported).toEqual([totalCost, 0]);
   });
 
-  // The estimate was kept in USD as a float before it was kept in micro-USD: a store written then keeps
-  // counting what it holds after an upgrade.
-  test('an estimate kept in the older field still counts', async () => {
+  // Money is summed exactly: both costs are kept as integers of micro-USD (HINCRBY), never as a sum of
+  // floats. Regression: the reported cost was summed with HINCRBYFLOAT in USD.
+  test('costs are kept in Redis as integers of micro-USD', async () => {
     const [first] = replicas;
-    const before = (await usageOf(first)).lifetime.estimatedCostUsd;
     const client = new Redis(redis.url);
     try {
-      await client.hincrbyfloat(`gengate:${usageKey('alpha', 'lifetime')}`, 'estimatedCostUsd', 0.25);
+      const stored = await client.hgetall(`gengate:${usageKey('alpha', 'lifetime')}`);
+      const { lifetime } = await usageOf(first);
+      expect(stored.reportedCostMicroUsd).toBe(String(Math.round(lifetime.reportedCostUsd * 1e6)));
+      expect(stored.estimatedCostMicroUsd).toBe(String(Math.round(lifetime.estimatedCostUsd * 1e6)));
+      expect(stored).not.toHaveProperty('reportedCostUsd');
+      expect(stored).not.toHaveProperty('estimatedCostUsd');
     } finally {
       client.disconnect();
     }
-    const after = (await usageOf(first)).lifetime.estimatedCostUsd;
-    expect(Math.round((after - before) * 1e6)).toBe(250_000);
+  });
+
+  // Each cost was kept in USD as a float before it was kept in micro-USD: a store written then keeps
+  // counting what it holds after an upgrade.
+  test('costs kept in the older fields still count', async () => {
+    const [first] = replicas;
+    const before = (await usageOf(first)).lifetime;
+    const client = new Redis(redis.url);
+    try {
+      const key = `gengate:${usageKey('alpha', 'lifetime')}`;
+      await client.hincrbyfloat(key, 'estimatedCostUsd', 0.25);
+      await client.hincrbyfloat(key, 'reportedCostUsd', 0.125);
+    } finally {
+      client.disconnect();
+    }
+    const after = (await usageOf(first)).lifetime;
+    expect(Math.round((after.estimatedCostUsd - before.estimatedCostUsd) * 1e6)).toBe(250_000);
+    expect(Math.round((after.reportedCostUsd - before.reportedCostUsd) * 1e6)).toBe(125_000);
   });
 });

@@ -27,7 +27,7 @@ export function createMemoryUsageMeter(onReportedCostCounted?: OnReportedCostCou
         const once = `${tenantId}\u0000${event.requestId}`;
         if (costCounted.has(once)) return;
         costCounted.add(once);
-        onReportedCostCounted?.(tenantId, event.costUsd);
+        onReportedCostCounted?.(tenantId, event.costMicroUsd);
       }
       for (const key of keysOf(tenantId, nowMs)) addEvent(fieldsOf(key), event);
     },

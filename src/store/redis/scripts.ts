@@ -223,7 +223,7 @@ export const countCostOnceScript = script(
     tenantId: string;
     requestId: string;
     month: string;
-    costUsd: number;
+    costMicroUsd: number;
     markTtlSeconds: number;
     usageTtlSeconds: number;
   }) => ({
@@ -232,7 +232,7 @@ export const countCostOnceScript = script(
       usageKey(input.tenantId, input.month),
       usageKey(input.tenantId, 'lifetime'),
     ],
-    argv: [input.costUsd, input.markTtlSeconds, input.usageTtlSeconds],
+    argv: [input.costMicroUsd, input.markTtlSeconds, input.usageTtlSeconds],
   }),
 );
 

@@ -31,7 +31,7 @@ const MAX_PENDING_COSTS = 10_000;
 interface PendingCost {
   tenantId: string;
   requestId: string;
-  costUsd: number;
+  costMicroUsd: number;
   month: string;
 }
 
@@ -63,9 +63,10 @@ export function createRedisUsageMeter(calls: StoreCalls, options: RedisUsageMete
     const write = (call: () => Promise<unknown>, keep: () => void) =>
       writes.push(calls.attempt('usage_flush', call, keep, isReplyError));
     for (const [key, fields] of increments) {
+      // Every counter is a whole number (requests, images, seconds, micro-USD): Redis adds integers.
       for (const [field, delta] of fields) {
         write(
-          () => calls.send('hincrbyfloat', [key, field, delta]),
+          () => calls.send('hincrby', [key, field, delta]),
           () => {
             addToField(pendingFieldsOf(key), field, delta);
           },
@@ -84,7 +85,7 @@ export function createRedisUsageMeter(calls: StoreCalls, options: RedisUsageMete
             markTtlSeconds: COST_ONCE_TTL_SECONDS,
             usageTtlSeconds: USAGE_TTL_SECONDS,
           });
-          if (counted === 1) options.onReportedCostCounted?.(cost.tenantId, cost.costUsd);
+          if (counted === 1) options.onReportedCostCounted?.(cost.tenantId, cost.costMicroUsd);
         },
         () => {
           if (pendingCosts.length < MAX_PENDING_COSTS) pendingCosts.push(cost);
@@ -110,7 +111,7 @@ export function createRedisUsageMeter(calls: StoreCalls, options: RedisUsageMete
           pendingCosts.push({
             tenantId,
             requestId: event.requestId,
-            costUsd: event.costUsd,
+            costMicroUsd: event.costMicroUsd,
             month: utcMonth(nowMs),
           });
         }
