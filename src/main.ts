@@ -154,14 +154,14 @@ let tenants = createTenantDirectory(config.tenants);
 const configWatcher = watchConfig({
   path: configPath,
   load: () => loadConfig(configPath, startupEnv),
-  onReload: (next) => {
+  onReload: async (next) => {
     assertTenantsReloadable(next, credentials);
+    // A webhook secret that is missing or malformed refuses the file, as it stops a start: the webhooks
+    // keep the secrets they had until then, and nothing else of the new file applies.
+    await webhooks.updateTenants(next.tenants);
     tenants = createTenantDirectory(next.tenants);
     startTenantCountersAtZero(next.tenants, { metrics, store });
     warnAboutKeyExpiry(next.tenants);
-    webhooks.updateTenants(next.tenants).catch((error: unknown) => {
-      logger.warn({ err: error }, 'webhook secrets of the new configuration unusable; keeping the last ones');
-    });
     const restartOnly = sectionsNeedingRestart(config, next);
     if (restartOnly.length > 0)
       logger.warn({ sections: restartOnly }, 'changes outside tenants apply on restart');

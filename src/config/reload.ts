@@ -25,8 +25,8 @@ export interface ConfigWatcherOptions {
   path: string;
   /** Reads and validates the file, e.g. `() => loadConfig(path, process.env)`; rejects when it is invalid. */
   load: () => Promise<GatewayConfig>;
-  /** Receives each valid new configuration; throwing refuses it like an invalid file. */
-  onReload: (config: GatewayConfig) => void;
+  /** Receives each valid new configuration; throwing (or rejecting) refuses it like an invalid file. */
+  onReload: (config: GatewayConfig) => void | Promise<void>;
   /** Told about each refused reload, after it is logged and counted. */
   onError?: (error: unknown) => void;
   logger: Pick<Logger, 'info' | 'warn' | 'error'>;
@@ -56,7 +56,7 @@ export function watchConfig(options: ConfigWatcherOptions): ConfigWatcher {
   const reloadOnce = async (): Promise<ReloadResult> => {
     try {
       const config = await load();
-      onReload(config);
+      await onReload(config);
       metrics.configReloads.inc({ result: 'success' });
       metrics.configApplied(tenantConfigHash(config.tenants));
       logger.info({ path, tenants: config.tenants.length }, 'configuration reloaded');

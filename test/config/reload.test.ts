@@ -65,7 +65,9 @@ describe('watchConfig', () => {
     watcher = watchConfig({
       path,
       load: () => loadConfig(path, ENV),
-      onReload: (config) => applied.push(config),
+      onReload: (config) => {
+        applied.push(config);
+      },
       onError: (error) => errors.push(error),
       logger: {
         info: (fields: unknown, message: string) => logs.push({ level: 'info', fields, message }),

@@ -142,3 +142,28 @@ test('a tenant a reload adds has its counters at 0 at once, so its first event s
     'gengate_jobs_in_flight{tenant="team-b"} 0',
   ]);
 });
+
+// Regression: a reload whose webhook secret was missing was applied (tenants, policies, keys) while the
+// webhooks kept the old tenants' secrets, and counted a success; the same file stops a start.
+test('a reload whose webhook secret is missing is refused whole, as the same file is at start', async () => {
+  const before = { success: reloads('success'), error: reloads('error') };
+  const withWebhook = oneTenantConfig({
+    upstreamUrl: simulator.url,
+    keys: [firstKey, addedKey],
+    tenantYaml: [
+      'webhooks: [{ id: done, url: "http://127.0.0.1:9/hook", secret: { env: UNSET_SECRET }, events: [job.completed] }]',
+    ],
+  });
+  await writeFile(configPath, withWebhook);
+  gateway.signal('SIGHUP');
+  await waitFor('a refused reload', () => reloads('error') > before.error);
+  expect(reloads('success')).toBe(before.success);
+  const refused = gateway.lines.filter(
+    (line) => line.msg === 'configuration reload refused; keeping the current configuration',
+  );
+  expect(refused.at(-1)?.problems).toEqual([
+    { path: 'tenants[0].webhooks[0].secret', message: 'environment variable UNSET_SECRET is not set' },
+  ]);
+  // The policy of the last good file still applies: samples clamped to 2, not lifted by the refused one.
+  expect(await createWith(firstKey.key)).toEqual({ status: 200, policy: 'samples=clamped;from=8;to=2' });
+});
