@@ -327,7 +327,8 @@ const PricingSchema = section({
 
 const TenantWebhookSchema = object({
   id: id(),
-  url: Type.String({ pattern: '^https?://[^\\s]+$', description: 'an http or https URL' }),
+  // A URL's scheme is case-insensitive (RFC 3986, section 3.1): `HTTPS://` is an https URL.
+  url: Type.String({ pattern: '^[Hh][Tt][Tt][Pp][Ss]?://[^\\s]+$', description: 'an http or https URL' }),
   secret: CredentialSchema,
   events: Type.Array(oneOf(WEBHOOK_EVENTS), { minItems: 1, uniqueItems: true }),
 });

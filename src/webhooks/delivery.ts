@@ -122,9 +122,10 @@ export async function attemptDelivery(
     return { result: 'delivered', lastStatus: result.status };
   }
   if (result.kind === 'answered' && result.status === 410) return { result: 'disabled', lastStatus: 410 };
-  const retryInMs = retryDelayMs(context.schedule, delivery.id, failures + 1);
-  if (now() + retryInMs > delivery.queuedAt + context.schedule.giveUpAfterSeconds * 1000) {
-    return { result: 'dead', lastStatus, refused: result.kind === 'refused' };
-  }
+  // Retried for at least giveUpAfterSeconds: the last wait is cut short to end at that moment, and only an
+  // attempt failing from then on makes the delivery dead.
+  const giveUpInMs = delivery.queuedAt + context.schedule.giveUpAfterSeconds * 1000 - now();
+  if (giveUpInMs <= 0) return { result: 'dead', lastStatus, refused: result.kind === 'refused' };
+  const retryInMs = Math.min(retryDelayMs(context.schedule, delivery.id, failures + 1), giveUpInMs);
   return { result: result.kind === 'refused' ? 'refused' : 'retried', lastStatus, retryInMs };
 }

@@ -63,6 +63,14 @@ it('refuses a webhook id used twice in a tenant and a url that is not an http(s)
   });
 });
 
+// A URL's scheme is case-insensitive (RFC 3986): refusing `HTTPS://` would refuse an https URL.
+it('accepts an http(s) URL whose scheme is written in capitals', async () => {
+  const loaded = await config(`
+      - { id: done, url: "HTTPS://A.example/hook", secret: { env: S }, events: [job.completed] }`);
+  expect(loaded.tenants[0]?.webhooks[0]?.url).toBe('HTTPS://A.example/hook');
+  expect(new URL('HTTPS://A.example/hook').protocol).toBe('https:');
+});
+
 it('names each webhook whose secret is missing or not a whsec_ secret, and never quotes a secret', async () => {
   const loaded = await config(`
       - { id: one, url: "https://a.example/1", secret: { env: MISSING }, events: [job.completed] }
