@@ -84,11 +84,12 @@ const config = await orExitOnConfigError(() => loadConfig(configPath, startupEnv
 // Log lines are gathered in memory and written asynchronously, LOG_BUFFER_BYTES at a time or every
 // LOG_FLUSH_MS, whichever comes first: a write per line, which is what a moderate rate gave, cost more
 // than building the line (docs/decisions/0065-log-lines-written-in-batches.md), and synchronous writes
-// would stall every request behind a slow log reader. Any exit flushes them (pino's exit handler); a
-// crash (SIGKILL, out of memory) loses at most the lines of the last LOG_FLUSH_MS. LOG_LEVEL is applied,
-// and checked, by the loader (src/config/load.ts).
+// would stall every request behind a slow log reader. The drain's exit waits for them (below), pino's exit
+// handler writes what is left on any other exit; a crash (SIGKILL, out of memory) loses at most the lines
+// of the last LOG_FLUSH_MS. LOG_LEVEL is applied, and checked, by the loader (src/config/load.ts).
 const LOG_BUFFER_BYTES = 8_192;
 const LOG_FLUSH_MS = 250;
+const LOG_EXIT_WAIT_MS = 1_000;
 const logger = pino(
   { level: config.logging.level, base: { service: 'gengate' } },
   pino.destination({ sync: false, minLength: LOG_BUFFER_BYTES, periodicFlush: LOG_FLUSH_MS }),
@@ -209,16 +210,9 @@ await orExitIfCannotListen('admin', adminAddress, () =>
     listenTextResolver: (address) => `admin listening at ${address}`,
   }),
 );
-readiness.markReady();
-for (const name of Object.keys(config.upstream.credentials)) checkUpstreamCredential(name);
-logger.info(
-  { gateway: gateway.server.address(), admin: admin.server.address(), simulator: simulator?.url },
-  'gengate is ready',
-);
-// The start-up lines are written now, not with the first batch: whatever waits for readiness reads them.
-logger.flush();
-
-// Signals, uncaught failures and the drain's deadline: src/server/lifecycle.ts.
+// Signals, uncaught failures and the drain's deadline: src/server/lifecycle.ts. Installed before the
+// replica reports ready and logs it: a SIGTERM sent on that line must find the drain, not Node's default
+// (which ends the process by the signal).
 handleProcessLifecycle({
   logger,
   drainTimeoutMs: config.server.drainTimeoutMs,
@@ -247,7 +241,19 @@ handleProcessLifecycle({
     return cut;
   },
   exit: (code) => {
-    logger.flush();
-    process.exit(code);
+    // The last lines ('stopped' among them) leave in an asynchronous write: exiting before it is done
+    // loses them, since pino's exit hook writes synchronously only what is not yet being written. So exit
+    // once it is done, or after LOG_EXIT_WAIT_MS when a stalled log reader holds it up.
+    process.exitCode = code;
+    setTimeout(() => process.exit(code), LOG_EXIT_WAIT_MS);
+    logger.flush(() => process.exit(code));
   },
 });
+readiness.markReady();
+for (const name of Object.keys(config.upstream.credentials)) checkUpstreamCredential(name);
+logger.info(
+  { gateway: gateway.server.address(), admin: admin.server.address(), simulator: simulator?.url },
+  'gengate is ready',
+);
+// The start-up lines are written now, not with the first batch: whatever waits for readiness reads them.
+logger.flush();
