@@ -127,10 +127,13 @@ export function installJobFollowing(
     const requestId = requestIdParam(request);
     const body = payloadBytes(payload);
     if (requestId !== undefined && body !== undefined && isSuccess(reply.statusCode)) {
+      // A DELETE's answer, when it is the record, says how the job ended: a video that had already
+      // completed is charged its totalCost, not refunded as cancelled. One that shows no end was cancelled.
       const settlement =
-        routeOf(request).id === 'videos.delete'
+        settlementOfRecord(body) ??
+        (routeOf(request).id === 'videos.delete'
           ? { outcome: 'cancelled' as const, record: body.toString('utf8') }
-          : settlementOfRecord(body);
+          : undefined);
       if (settlement !== undefined) {
         const tenant = tenantOf(request);
         settleJob({ requestId, tenantId: tenant.id, credential: tenant.credential }, settlement).catch(

@@ -49,6 +49,8 @@ export interface HarnessOptions {
   upstreamTimeoutMs?: number;
   bodyLimitBytes?: number;
   simulatorRequestsPerMinute?: number;
+  /** How long the simulator keeps each job processing; 0 (every job ends at once) by default. */
+  simulatorProcessingMs?: number;
   /** YAML for the alpha tenant's `limits:` list (flow style), e.g. `[{ id: r, routes: ['*'], cost: requests, limit: 2, windowSeconds: 60 }]`. */
   alphaLimitsYaml?: string;
   /** The `store:` mapping (flow style); memory by default. */
@@ -80,7 +82,7 @@ export async function startGatewayHarness(options: HarnessOptions = {}): Promise
     port: 0,
     tokens: Object.entries(UPSTREAM_TOKENS).map(([name, token]) => ({ name, token })),
     queuedMs: 0,
-    processingMs: 0,
+    processingMs: options.simulatorProcessingMs ?? 0,
     ...(options.simulatorRequestsPerMinute === undefined
       ? {}
       : { requestsPerMinute: options.simulatorRequestsPerMinute }),
