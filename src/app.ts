@@ -3,20 +3,30 @@
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { GatewayConfig } from './config/schema.ts';
 import { createClientErrorHandler } from './errors/client-error.ts';
-import { requestIdFor } from './errors/client-request-id.ts';
+import { createRequestIds } from './errors/client-request-id.ts';
 import { answerFrameworkError } from './errors/error-handler.ts';
 import { installGatewayPipeline, type GatewayParts } from './gateway/pipeline.ts';
+import { countUnroutedAnswer } from './gateway/request-observer.ts';
 import { gatewayServerOptions } from './gateway/server-options.ts';
 
 export function buildApp(config: GatewayConfig, deps: GatewayParts): FastifyInstance {
+  const credentialNames = Object.keys(config.upstream.credentials);
+  // A client offering an upstream token as its X-Request-Id gets a fresh id: the token is never echoed.
+  const requestIds = createRequestIds((offered) =>
+    credentialNames.some((name) => deps.credentials.get(name) === offered),
+  );
   const app = Fastify({
     loggerInstance: deps.logger,
     // The request observer writes the one log line per request, from an allowlist of fields; `reqId`
     // (the X-Request-Id) is on every line of a request, apart from the generation id (`generationId`).
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'reqId' }),
     frameworkErrors: answerFrameworkError,
-    clientErrorHandler: createClientErrorHandler(deps.logger),
-    genReqId: requestIdFor,
+    clientErrorHandler: createClientErrorHandler({
+      logger: deps.logger,
+      countAnswer: countUnroutedAnswer(deps.metrics),
+      requestIds,
+    }),
+    genReqId: requestIds.forRequest,
     requestIdHeader: false,
     bodyLimit: config.server.bodyLimitBytes,
     trustProxy: config.server.trustProxy,

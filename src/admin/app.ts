@@ -19,6 +19,7 @@ import Fastify, {
   type onRequestHookHandler,
 } from 'fastify';
 import { DEFAULT_ADMIN_MAX_CONNECTIONS } from '../config/schema.ts';
+import { createRequestIds } from '../errors/client-request-id.ts';
 import { createClientErrorHandler } from '../errors/client-error.ts';
 import { gatewayServerOptions } from '../gateway/server-options.ts';
 import { limitConnections } from '../server/connection-limits.ts';
@@ -107,7 +108,13 @@ export function buildAdminApp(deps: AdminDependencies): FastifyInstance {
   const app = Fastify({
     loggerInstance: deps.logger,
     logController: new LogController({ disableRequestLogging: true }),
-    clientErrorHandler: createClientErrorHandler(deps.logger),
+    // The admin port's answers are not the gateway's requests: gengate_http_requests_total leaves them out.
+    clientErrorHandler: createClientErrorHandler({
+      logger: deps.logger,
+      countAnswer: () => undefined,
+      // The admin port holds no upstream token: only gengate's own secret prefixes are refused as ids.
+      requestIds: createRequestIds(() => false),
+    }),
     requestTimeout: ADMIN_REQUEST_TIMEOUT_MS,
     keepAliveTimeout: ADMIN_REQUEST_TIMEOUT_MS,
     http: gatewayServerOptions(ADMIN_REQUEST_TIMEOUT_MS),

@@ -9,7 +9,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
 import { isLeftUnanswered, isRefusedConnection, refuseConnection } from './refused-connections.ts';
 import { errorEnvelope } from '../maxai/envelope.ts';
-import { requestIdFor, requestIdInRawHead } from './client-request-id.ts';
+import type { RequestIds } from './client-request-id.ts';
 import { unroutedRequestError } from './error-handler.ts';
 import { gatewayError, type GatewayError } from './registry.ts';
 
@@ -105,19 +105,29 @@ function afterCompleteRequestsAnswered(socket: Duplex, answer: () => void): void
  * The refused request's id: the client's when it offered a sane one and its head can be read (parsed
  * already, for a request refused in its body or too slow with it; else from the bytes the parser refused).
  */
-function refusedRequestId(error: ParserError, socket: Duplex): string {
+function refusedRequestId(error: ParserError, socket: Duplex, requestIds: RequestIds): string {
   const response = responseInFlight(socket);
-  if (response !== undefined && !response.req.complete) return requestIdFor(response.req);
+  if (response !== undefined && !response.req.complete) return requestIds.forRequest(response.req);
   const { rawPacket, bytesParsed } = error;
   const offered =
     Buffer.isBuffer(rawPacket) && bytesParsed !== undefined
-      ? requestIdInRawHead(rawPacket, bytesParsed)
+      ? requestIds.inRawHead(rawPacket, bytesParsed)
       : undefined;
   return offered ?? randomUUID();
 }
 
-/** Fastify's `clientErrorHandler` for a server whose lines go to `logger`. */
-export function createClientErrorHandler(logger: FastifyBaseLogger) {
+/** Counts an answer given here: its status, and the method when Node parsed the refused request's head. */
+export type CountAnswer = (status: number, method: string | undefined) => void;
+
+export interface ClientErrorHandlerOptions {
+  logger: FastifyBaseLogger;
+  countAnswer: CountAnswer;
+  /** The ids of the answers, as the server gives its requests theirs. */
+  requestIds: RequestIds;
+}
+
+/** Fastify's `clientErrorHandler`: answers, logs and counts what Node's parser refuses. */
+export function createClientErrorHandler({ logger, countAnswer, requestIds }: ClientErrorHandlerOptions) {
   return function answerClientError(error: ParserError, socket: Duplex): void {
     // A reset or an already closed socket has nobody left to answer (as Fastify's default handler). A
     // connection already refused has its answer: a parser that failed fails again on every packet that
@@ -126,7 +136,12 @@ export function createClientErrorHandler(logger: FastifyBaseLogger) {
     // While the refusal waits for earlier responses, a request that completes after a timeout is not served.
     refuseConnection(socket);
     const answer = answerFor(error);
-    const reqId = refusedRequestId(error, socket);
+    const reqId = refusedRequestId(error, socket, requestIds);
+    const inFlight = responseInFlight(socket);
+    countAnswer(
+      answer.status,
+      inFlight !== undefined && !inFlight.req.complete ? inFlight.req.method : undefined,
+    );
     logger.info(
       {
         reqId,
@@ -148,10 +163,15 @@ export function createClientErrorHandler(logger: FastifyBaseLogger) {
  * Node hands a CONNECT to the server's 'connect' listeners, never to Fastify, and without one drops the
  * connection unanswered; gengate answers it like any other method no route takes (405 or 404).
  */
-export function answerConnectRequests(server: Server, logger: FastifyBaseLogger): void {
+export function answerConnectRequests(
+  server: Server,
+  logger: FastifyBaseLogger,
+  countAnswer: CountAnswer,
+): void {
   server.on('connect', (request: IncomingMessage, socket: Duplex) => {
     const answer = unroutedRequestError(request.method ?? '', request.url ?? '');
     const reqId = randomUUID();
+    countAnswer(answer.status, request.method);
     logger.info({ reqId, status: answer.status, method: 'CONNECT' }, 'client error');
     answerAndClose(socket, answer, reqId);
   });

@@ -1,6 +1,8 @@
-// The X-Request-Id a client offered, kept only when it is short and plain enough to log and echo safely:
-// Fastify's id for every request it parses (src/app.ts), and the id of the answers Node's parser leaves to
-// gengate (client-error.ts), read from the raw head the client sent when the parser gave up on it.
+// The X-Request-Id a client offered, kept only when it is short and plain enough to log and echo safely,
+// and cannot be a secret: Fastify's id for every request it parses (src/app.ts), and the id of the answers
+// Node's parser leaves to gengate (client-error.ts), read from the raw head the client sent when the parser
+// gave up on it. A client that offers its own key, or a token, as its id must not have it logged and
+// echoed (docs/security.md).
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 
@@ -9,19 +11,38 @@ const REQUEST_ID_FIELD = /^x-request-id:[ \t]*([^\r\n]*?)[ \t]*$/i;
 // A request line: a method token, a target without spaces, a version.
 const REQUEST_LINE = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+ [!-~]+ HTTP\/\d\.\d$/;
 
-const saneOrUndefined = (offered: unknown): string | undefined =>
-  typeof offered === 'string' && SANE_REQUEST_ID.test(offered) ? offered : undefined;
+// Tenant keys and webhook secrets start with gengate's own prefixes: an id that starts like one may be one.
+const SECRET_PREFIX = /^(?:ggk|whsec)_/i;
 
-/** The client's id when it offered a sane one, else a fresh UUID. */
-export function requestIdFor(request: IncomingMessage): string {
-  return saneOrUndefined(request.headers['x-request-id']) ?? randomUUID();
+/** Whether `value` is a secret the gateway holds that has no prefix of its own (an upstream token). */
+export type IsHeldSecret = (value: string) => boolean;
+
+export interface RequestIds {
+  /** The client's id when it offered a sane one, else a fresh UUID. */
+  forRequest: (request: IncomingMessage) => string;
+  /**
+   * The sane X-Request-Id of the request whose head holds byte `failedAt` of `packet` (the bytes Node's
+   * parser refused), when that head, from its request line, is in the packet and offers exactly one.
+   */
+  inRawHead: (packet: Buffer, failedAt: number) => string | undefined;
 }
 
-/**
- * The sane X-Request-Id of the request whose head holds byte `failedAt` of `packet` (the bytes Node's
- * parser refused), when that head, from its request line, is in the packet and offers exactly one.
- */
-export function requestIdInRawHead(packet: Buffer, failedAt: number): string | undefined {
+export function createRequestIds(isHeldSecret: IsHeldSecret): RequestIds {
+  const saneOrUndefined = (offered: unknown): string | undefined =>
+    typeof offered === 'string' &&
+    SANE_REQUEST_ID.test(offered) &&
+    !SECRET_PREFIX.test(offered) &&
+    !isHeldSecret(offered)
+      ? offered
+      : undefined;
+  return {
+    forRequest: (request) => saneOrUndefined(request.headers['x-request-id']) ?? randomUUID(),
+    inRawHead: (packet, failedAt) => saneOrUndefined(offeredInRawHead(packet, failedAt)),
+  };
+}
+
+/** The one X-Request-Id value of the head holding byte `failedAt` of `packet`, as offered. */
+function offeredInRawHead(packet: Buffer, failedAt: number): string | undefined {
   // latin1: one character per byte, so `failedAt` is an offset in the text too.
   const lines = packet.toString('latin1').split('\r\n');
   // The line the parser failed in: the first whose end (its CRLF included) lies past `failedAt`.
@@ -43,5 +64,5 @@ export function requestIdInRawHead(packet: Buffer, failedAt: number): string | u
     const value = REQUEST_ID_FIELD.exec(lines[index] ?? '')?.[1];
     if (value !== undefined) offered.push(value);
   }
-  return offered.length === 1 ? saneOrUndefined(offered[0]) : undefined;
+  return offered.length === 1 ? offered[0] : undefined;
 }

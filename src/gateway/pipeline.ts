@@ -57,7 +57,7 @@ import { createOwnershipHooks } from './ownership-hooks.ts';
 import { createPolicyHook } from './policy-hook.ts';
 import { markAnswerPrivate } from './private-answers.ts';
 import { admitRequestHead } from './request-head.ts';
-import { requestObserver } from './request-observer.ts';
+import { countUnroutedAnswer, requestObserver } from './request-observer.ts';
 import { requestState } from './request-state.ts';
 import { admitRequestTarget } from './request-target.ts';
 import { installJobFollowing } from './job-hooks.ts';
@@ -88,7 +88,7 @@ export function installGatewayPipeline(
   parts: GatewayParts,
 ): void {
   installErrorHandling(app);
-  answerConnectRequests(app.server, parts.logger);
+  answerConnectRequests(app.server, parts.logger, countUnroutedAnswer(parts.metrics));
   handExpectationsToTheApp(app.server);
   limitConnections(app.server, {
     name: 'gateway',

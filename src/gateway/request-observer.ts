@@ -12,6 +12,7 @@
 import type { DoneFuncWithErrOrRes, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import fp from 'fastify-plugin';
 import { answeredErrorCode } from '../errors/error-handler.ts';
+import { isRefusedConnection } from '../errors/refused-connections.ts';
 import type { GatewayMetrics, UpstreamErrorReason } from '../observability/metrics.ts';
 import { isUuid, type GatewayRoute } from '../routing/route-table.ts';
 import { requestIdParam } from './request-state.ts';
@@ -22,6 +23,9 @@ const NO_TENANT = 'none';
 // The method label too must not come from request data: any method outside this set is "other".
 const METHOD_LABELS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS']);
 const OTHER_METHOD = 'other';
+// The status logged and counted for a request whose connection closed before its answer was sent (the
+// client went away, or the drain's deadline cut it): nginx's "client closed request".
+const CONNECTION_CLOSED_STATUS = 499;
 // What the gateway answers when the upstream did not (src/upstream/client.ts).
 const UPSTREAM_ERROR_BY_STATUS = new Map<number, UpstreamErrorReason>([
   [504, 'timeout'],
@@ -71,23 +75,33 @@ function addRequestIdHeader(
 
 export const requestObserver = fp<RequestObserverOptions>(
   (app, { metrics, logPrompts }, done) => {
-    const leaveInflight = () => {
-      metrics.inflight.dec();
-    };
-    function enterInflight(_request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction) {
+    function enterInflight(request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction) {
       metrics.inflight.inc();
-      // 'close' fires exactly once whether the response finished or the client went away, so one shared
-      // listener does (once() would wrap it anew for every request).
-      reply.raw.on('close', leaveInflight);
+      // 'close' fires exactly once, whether the response finished or its connection closed first. A
+      // finished one is observed by the onResponse hook; one whose connection closed (a create may have
+      // been forwarded and charged by then) never finishes, and is observed here.
+      // A connection gengate refused has the refusal's own line and count (src/errors/client-error.ts).
+      reply.raw.on('close', () => {
+        metrics.inflight.dec();
+        if (!reply.raw.writableFinished && !isRefusedConnection(request.raw.socket)) {
+          observe(request, reply, CONNECTION_CLOSED_STATUS);
+        }
+      });
       next();
     }
 
     function observeRequest(request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction) {
+      observe(request, reply, reply.statusCode);
+      next();
+    }
+
+    function observe(request: FastifyRequest, reply: FastifyReply, status: number): void {
       const state = request.gateway;
+      if (state.observed) return;
+      state.observed = true;
       const totalMs = performance.now() - state.receivedAt;
       const route = state.route?.id ?? UNMATCHED_ROUTE;
       const tenant = state.caller?.tenant.id ?? NO_TENANT;
-      const status = reply.statusCode;
       const method = METHOD_LABELS.has(request.method) ? request.method : OTHER_METHOD;
       metrics.httpRequests.labels(route, method, String(status), tenant).inc();
       metrics.httpDuration.labels(route).observe(totalMs / 1000);
@@ -119,7 +133,6 @@ export const requestObserver = fp<RequestObserverOptions>(
         },
         'request',
       );
-      next();
     }
 
     app.addHook('onRequest', enterInflight);
@@ -129,6 +142,18 @@ export const requestObserver = fp<RequestObserverOptions>(
   },
   { name: 'gengate-request-observer', fastify: '5.x', dependencies: ['gengate-request-state'] },
 );
+
+/**
+ * Counts an answer given outside any request's lifecycle (malformed HTTP, a head too large, a client too
+ * slow, an unknown method, a CONNECT: src/errors/client-error.ts), under the labels of a request that
+ * matched no route; `method` when Node parsed one.
+ */
+export function countUnroutedAnswer(metrics: GatewayMetrics) {
+  return (status: number, method: string | undefined): void => {
+    const label = method !== undefined && METHOD_LABELS.has(method) ? method : OTHER_METHOD;
+    metrics.httpRequests.labels(UNMATCHED_ROUTE, label, String(status), NO_TENANT).inc();
+  };
+}
 
 function round(ms: number): number {
   return Math.round(ms * 1000) / 1000;

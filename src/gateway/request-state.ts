@@ -52,6 +52,8 @@ export interface RequestState {
   upstreamMs: number | undefined;
   /** The upstream's status code, when it answered. */
   upstreamStatus: number | undefined;
+  /** Whether its metrics and log line were written (once: answered, or cut before its answer was sent). */
+  observed: boolean;
 }
 
 /** The first onRequest hook of the app. Every field is set here, so all states share one shape. */
@@ -72,6 +74,7 @@ function createRequestState(request: FastifyRequest, _reply: FastifyReply, done:
     sentUpstream: false,
     upstreamMs: undefined,
     upstreamStatus: undefined,
+    observed: false,
   };
   done();
 }

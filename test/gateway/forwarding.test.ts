@@ -202,4 +202,28 @@ describe('responses', () => {
       replaced.headers.get('x-request-id'),
     ]);
   });
+
+  // Regression: an id that was the caller's own key, or the upstream token, passed as sane, so it was
+  // echoed, logged on every line of the request and forwarded to the upstream.
+  test('an X-Request-Id that is, or may be, a secret is replaced, never echoed, logged or forwarded', async () => {
+    const secrets = [
+      harness.keys.beta,
+      UPSTREAM_TOKENS.shared,
+      UPSTREAM_TOKENS.research,
+      'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+    ];
+    for (const secret of secrets) {
+      const answer = await call('POST', '/v1/images/generations', harness.keys.beta, '{}', {
+        'x-request-id': secret,
+      });
+      expect(answer.status).toBe(200);
+      expect(answer.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    }
+    const forwarded = harness.simulator.received.map((r) => r.headers['x-request-id']);
+    expect(forwarded).toHaveLength(secrets.length);
+    for (const secret of secrets) {
+      expect(forwarded).not.toContain(secret);
+      expect(harness.logLines.filter((line) => line.includes(secret))).toEqual([]);
+    }
+  });
 });

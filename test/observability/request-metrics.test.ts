@@ -6,6 +6,7 @@ import { getHeapStatistics } from 'node:v8';
 import { beforeAll, describe, expect, test } from 'vitest';
 import packageJson from '../../package.json' with { type: 'json' };
 import { useGatewayHarness, useMetricsScraper } from '../support/gateway-harness.ts';
+import { exchangeRaw } from '../support/raw-exchange.ts';
 import { waitFor } from '../support/wait-for.ts';
 
 const IMAGES = '/v1/images/generations';
@@ -198,6 +199,35 @@ describe('per-request metrics on GET /metrics', () => {
   });
 });
 
+// Regression: what Node's parser refuses is answered outside any request's lifecycle (src/errors/client-error.ts)
+// and was counted nowhere, so a broken or hostile client's traffic did not show on any dashboard.
+test('answers to malformed HTTP, an unknown method and a CONNECT count as unmatched requests', async () => {
+  const unmatched = async () => {
+    const metrics = await harness.metrics.registry.metrics();
+    return metrics.split('\n').filter((line) => line.includes('route="unmatched"'));
+  };
+  expect(await unmatched()).toEqual([]);
+  const statuses: (number | undefined)[] = [];
+  for (const raw of [
+    'NOT HTTP AT ALL\r\n\r\n',
+    'FOO /v1/account/usage HTTP/1.1\r\nHost: gateway.test\r\n\r\n',
+    `GET /v1/account/usage HTTP/1.1\r\nHost: gateway.test\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+    'CONNECT gateway.test:443 HTTP/1.1\r\nHost: gateway.test:443\r\n\r\n',
+  ]) {
+    statuses.push((await exchangeRaw(harness.url, raw, { answers: 1 })).answers[0]?.status);
+  }
+  expect(statuses).toEqual([400, 405, 431, 404]);
+  expect((await unmatched()).sort()).toEqual(
+    [
+      'gengate_http_requests_total{route="unmatched",method="other",status="400",tenant="none"} 1',
+      'gengate_http_requests_total{route="unmatched",method="other",status="405",tenant="none"} 1',
+      'gengate_http_requests_total{route="unmatched",method="other",status="431",tenant="none"} 1',
+      // CONNECT is a method Node parses, but not one of the method label's values; its target is no path.
+      'gengate_http_requests_total{route="unmatched",method="other",status="404",tenant="none"} 1',
+    ].sort(),
+  );
+});
+
 describe('gengate_inflight_requests', () => {
   async function inflight(): Promise<number> {
     const response = await admin.scrape();
@@ -206,8 +236,11 @@ describe('gengate_inflight_requests', () => {
     return Number(line.slice('gengate_inflight_requests '.length));
   }
 
+  // Regression: a request whose client went away never finished, so it had no log line and no count,
+  // though its create was forwarded (and charged) all the same.
   test('counts a request while it is served, and forgets it when its client goes away', async () => {
     expect(await inflight()).toBe(0);
+    const abandonedId = 'abandoned-create-1';
     // The upstream holds the next create, so the request is in flight until its client gives up. Held
     // well past the one second a scrape may be cached for (docs/operations.md, "Metrics and logs"): held
     // for only a second, the request could come and go between two cached scrapes.
@@ -215,7 +248,11 @@ describe('gengate_inflight_requests', () => {
     const client = new AbortController();
     const abandoned = fetch(`${harness.url}${IMAGES}`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${harness.keys.gamma}`, 'content-type': 'application/json' },
+      headers: {
+        authorization: `Bearer ${harness.keys.gamma}`,
+        'content-type': 'application/json',
+        'x-request-id': abandonedId,
+      },
       body: '{"samples":1}',
       signal: client.signal,
     }).catch((error: unknown) => error);
@@ -223,6 +260,17 @@ describe('gengate_inflight_requests', () => {
     client.abort();
     expect(await abandoned).toMatchObject({ name: 'AbortError' });
     await waitFor('the abandoned request to leave', async () => (await inflight()) === 0);
+    // Its one line and its count, with the status nginx gives a request its client closed: 499.
+    const lines = harness.logLines
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .filter((line) => line.reqId === abandonedId);
+    expect(lines).toMatchObject([
+      { msg: 'request', route: 'images.create', tenant: 'gamma', method: 'POST', status: 499 },
+    ]);
+    const metrics = await harness.metrics.registry.metrics();
+    expect(metrics).toContain(
+      'gengate_http_requests_total{route="images.create",method="POST",status="499",tenant="gamma"} 1',
+    );
     // A request served to the end leaves too.
     expect((await send(IMAGES, { key: harness.keys.gamma, body: '{"samples":1}' })).status).toBe(200);
     expect(await inflight()).toBe(0);
