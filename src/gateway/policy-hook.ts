@@ -7,7 +7,9 @@ import type { GatewayMetrics } from '../observability/metrics.ts';
 import { applyPolicy } from '../policy/apply-policy.ts';
 import { POLICY_HEADER, formatPolicyHeader } from '../policy/header.ts';
 import {
+  enforcedDecisions,
   isRejection,
+  type PolicyDecision,
   type PolicyOutcome,
   type PolicyRejection,
   type PolicyRoute,
@@ -22,13 +24,22 @@ function policyLogFields(outcome: PolicyOutcome): Record<string, string> {
   if (outcome.changes.length > 0) fields.policy = formatPolicyHeader(outcome.changes);
   if (outcome.rejection !== undefined) fields.policyRejected = outcome.rejection.rule;
   if (outcome.shadowed.length > 0) {
-    fields.policyShadowed = outcome.shadowed
-      .map((decision) =>
-        isRejection(decision) ? `${decision.rule}=rejected` : `${decision.field}=${decision.action}`,
-      )
-      .join(', ');
+    // What enforce mode would have done, as the metric counts it (the first rejection alone, when a rule
+    // rejects); then every other rule the request breaks, so a team sees all that enforcing would touch.
+    const enforced = enforcedDecisions(outcome.shadowed);
+    fields.policyShadowed = shadowedWords(enforced);
+    const others = outcome.shadowed.filter((decision) => !enforced.includes(decision));
+    if (others.length > 0) fields.policyShadowedOther = shadowedWords(others);
   }
   return fields;
+}
+
+function shadowedWords(decisions: readonly PolicyDecision[]): string {
+  return decisions
+    .map((decision) =>
+      isRejection(decision) ? `${decision.rule}=rejected` : `${decision.field}=${decision.action}`,
+    )
+    .join(', ');
 }
 
 /** The 403 of a rejection: the tenant's bound in the message, the field in `param`. */

@@ -54,3 +54,9 @@ export interface PolicyOutcome {
 export function isRejection(decision: PolicyDecision): decision is PolicyRejection {
   return decision.action === 'rejected';
 }
+
+/** What enforce mode does with these decisions (./apply-policy.ts): reject at the first, or apply all. */
+export function enforcedDecisions(decisions: readonly PolicyDecision[]): readonly PolicyDecision[] {
+  const rejection = decisions.find(isRejection);
+  return rejection === undefined ? decisions : [rejection];
+}

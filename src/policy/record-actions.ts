@@ -5,16 +5,10 @@
 // preview its enforce series exactly, and switching the mode changes the label, not the counts.
 import type { TenantPolicy } from '../config/schema.ts';
 import type { GatewayMetrics } from '../observability/metrics.ts';
-import { isRejection, type PolicyDecision, type PolicyOutcome, type PolicyRule } from './outcome.ts';
+import { enforcedDecisions, type PolicyDecision, type PolicyOutcome, type PolicyRule } from './outcome.ts';
 
 type PolicyMode = TenantPolicy['mode'];
 type PolicyAction = PolicyDecision['action'];
-
-/** What enforce mode does with these decisions (src/policy/apply-policy.ts): reject at the first, or apply all. */
-function enforcedDecisions(decisions: readonly PolicyDecision[]): readonly PolicyDecision[] {
-  const rejection = decisions.find(isRejection);
-  return rejection === undefined ? decisions : [rejection];
-}
 
 export function recordPolicyActions(
   metrics: Pick<GatewayMetrics, 'policyActions'>,

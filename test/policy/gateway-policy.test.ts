@@ -147,7 +147,8 @@ describe('shadow mode', () => {
     await harness.close();
   });
 
-  test('forwards untouched and counts what enforce mode would have done, logging every rule broken', async () => {
+  // Regression: policyShadowed listed every rule broken, not what enforce mode would have done.
+  test('forwards untouched, counts and logs what enforce mode would have done, and logs every other rule broken', async () => {
     const body = `{"safetyLevel":"low","samples":9,"requestId":"${randomUUID()}"}`;
     const response = await post(harness, '/v1/images/generations', body);
     expect(response.status).toBe(200);
@@ -156,7 +157,10 @@ describe('shadow mode', () => {
     const logLine = harness.logLines
       .map((line) => JSON.parse(line) as Record<string, unknown>)
       .find((line) => line.route === 'images.create');
-    expect(logLine?.policyShadowed).toBe('safetyLevel=raised, samples=rejected');
+    expect(logLine).toMatchObject({
+      policyShadowed: 'samples=rejected',
+      policyShadowedOther: 'safetyLevel=raised',
+    });
     harness.simulator.clearReceived();
     // Within the samples maximum: enforce mode would have raised the level and forwarded it.
     const raisedOnly = `{"safetyLevel":"low","samples":2,"requestId":"${randomUUID()}"}`;
