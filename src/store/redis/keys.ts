@@ -41,9 +41,12 @@ export function credentialJobsKey(credential: string): string {
   return `${JOBS_TAG}:credential:${credential}:jobs-in-flight`;
 }
 
-/** An upstream credential's rate of tracker polls, summed over every replica. */
+/**
+ * An upstream credential's log of tracker polls in the last second, summed over every replica (a sorted
+ * set; `tracker-polls`, a GCRA state, was its key before).
+ */
 export function credentialPollsKey(credential: string): string {
-  return `${JOBS_TAG}:credential:${credential}:tracker-polls`;
+  return `${JOBS_TAG}:credential:${credential}:tracker-poll-log`;
 }
 
 /** Every tracked job's record, its next due time and its admission time (scripts/includes/jobs.lua). */
