@@ -116,6 +116,34 @@ describe.each(['redis', 'memory'] as const)('jobs on %s', (kind) => {
     }
   });
 
+  // Regression: with both budgets spent, the refusal named the daily one, whose Retry-After (midnight)
+  // sent the client back to a refusal until the month's end.
+  test('with both budgets spent, the refusal names the month: its reset is the one that admits again', async () => {
+    const store = await open(kind);
+    const tenant = `both-${randomUUID().slice(0, 8)}`;
+    // A credential of its own: the jobs it leaves in flight take no other test's slots.
+    const credential = tenant;
+    const both = reservation({ credential, dailyMicroUsd: PRICE, monthlyMicroUsd: PRICE });
+    try {
+      expect((await store.admission.admit(tenant, LIMITS, claim(), both)).kind).toBe('decided');
+      expect(await store.admission.admit(tenant, LIMITS, claim(), both)).toMatchObject({
+        kind: 'job_refused',
+        refusal: { kind: 'budget_exceeded', scope: 'monthly', remainingMicroUsd: 0 },
+      });
+      // Only the day spent: the day's reset admits again, and the refusal says so.
+      const dayOnly = reservation({ credential, dailyMicroUsd: PRICE, monthlyMicroUsd: 10 * PRICE });
+      expect(await store.admission.admit(`${tenant}-day`, LIMITS, claim(), dayOnly)).toMatchObject({
+        kind: 'decided',
+      });
+      expect(await store.admission.admit(`${tenant}-day`, LIMITS, claim(), dayOnly)).toMatchObject({
+        kind: 'job_refused',
+        refusal: { kind: 'budget_exceeded', scope: 'daily', remainingMicroUsd: 0 },
+      });
+    } finally {
+      await store.close();
+    }
+  });
+
   test("a tenant's and a credential's caps on jobs in flight; each end frees one slot", async () => {
     const store = await open(kind);
     const credential = `cred-${randomUUID().slice(0, 8)}`;

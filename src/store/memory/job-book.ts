@@ -44,9 +44,10 @@ export function createMemoryJobBook(options: MemoryJobBookOptions): JobBook {
   function refusal(tenantId: string, r: JobReservation, at: number): ReservationRefusal | undefined {
     const fields = fieldsOf(tenantId);
     const periods = budgetPeriods(at);
+    // The month first: when both are spent, the refusal names the one whose reset admits the create again.
     const scopes = [
-      ['daily', r.dailyMicroUsd, periods.day, periods.dayEndMs],
       ['monthly', r.monthlyMicroUsd, periods.month, periods.monthEndMs],
+      ['daily', r.dailyMicroUsd, periods.day, periods.dayEndMs],
     ] as const;
     for (const [scope, limit, period, endMs] of scopes) {
       if (limit === undefined) continue;

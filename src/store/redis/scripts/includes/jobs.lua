@@ -35,7 +35,8 @@ end
 -- {'too_many_jobs_in_flight', scope, cap}.
 local function reservation_refusal(k, r, now_us)
   local day, day_end, month, month_end = budget_periods(now_us)
-  local scopes = { { 'daily', r.daily, day, day_end }, { 'monthly', r.monthly, month, month_end } }
+  -- The month first: when both are spent, the refusal names the one whose reset admits the create again.
+  local scopes = { { 'monthly', r.monthly, month, month_end }, { 'daily', r.daily, day, day_end } }
   for _, scope in ipairs(scopes) do
     local limit, period = scope[2], scope[3]
     if limit ~= nil then
