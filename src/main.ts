@@ -89,7 +89,9 @@ const config = await orExitOnConfigError(() => loadConfig(configPath, startupEnv
 // of the last LOG_FLUSH_MS. LOG_LEVEL is applied, and checked, by the loader (src/config/load.ts).
 const LOG_BUFFER_BYTES = 8_192;
 const LOG_FLUSH_MS = 250;
-const LOG_EXIT_WAIT_MS = 1_000;
+// Within the drain's margin for closing the store (src/server/lifecycle.ts), as Kubernetes' grace period
+// allows for it (docs/deploy.md#sizing-the-drain).
+const LOG_EXIT_WAIT_MS = 250;
 const logger = pino(
   { level: config.logging.level, base: { service: 'gengate' } },
   pino.destination({ sync: false, minLength: LOG_BUFFER_BYTES, periodicFlush: LOG_FLUSH_MS }),
@@ -210,6 +212,7 @@ await orExitIfCannotListen('admin', adminAddress, () =>
     listenTextResolver: (address) => `admin listening at ${address}`,
   }),
 );
+let exitingWith: number | undefined;
 // Signals, uncaught failures and the drain's deadline: src/server/lifecycle.ts. Installed before the
 // replica reports ready and logs it: a SIGTERM sent on that line must find the drain, not Node's default
 // (which ends the process by the signal).
@@ -241,6 +244,10 @@ handleProcessLifecycle({
     return cut;
   },
   exit: (code) => {
+    // The first exit decides the code: a drain that ends while a second signal's exit waits for its lines
+    // does not turn that exit 1 into 0.
+    if (exitingWith !== undefined) return;
+    exitingWith = code;
     // The last lines ('stopped' among them) leave in an asynchronous write: exiting before it is done
     // loses them, since pino's exit hook writes synchronously only what is not yet being written. So exit
     // once it is done, or after LOG_EXIT_WAIT_MS when a stalled log reader holds it up.

@@ -7,7 +7,12 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
-import { isLeftUnanswered, isRefusedConnection, refuseConnection } from './refused-connections.ts';
+import {
+  answeredRaw,
+  isLeftUnanswered,
+  isRefusedConnection,
+  refuseConnection,
+} from './refused-connections.ts';
 import { errorEnvelope } from '../maxai/envelope.ts';
 import type { RequestIds } from './client-request-id.ts';
 import { unroutedRequestError } from './error-handler.ts';
@@ -116,8 +121,8 @@ function refusedRequestId(error: ParserError, socket: Duplex, requestIds: Reques
   return offered ?? randomUUID();
 }
 
-/** Counts an answer given here: its status, and the method when Node parsed the refused request's head. */
-export type CountAnswer = (status: number, method: string | undefined) => void;
+/** Counts an answer given here to no request Fastify knows: its status. */
+export type CountAnswer = (status: number) => void;
 
 export interface ClientErrorHandlerOptions {
   logger: FastifyBaseLogger;
@@ -138,10 +143,7 @@ export function createClientErrorHandler({ logger, countAnswer, requestIds }: Cl
     const answer = answerFor(error);
     const reqId = refusedRequestId(error, socket, requestIds);
     const inFlight = responseInFlight(socket);
-    countAnswer(
-      answer.status,
-      inFlight !== undefined && !inFlight.req.complete ? inFlight.req.method : undefined,
-    );
+    const refusedMidway = inFlight !== undefined && !inFlight.req.complete ? inFlight : undefined;
     logger.info(
       {
         reqId,
@@ -154,6 +156,10 @@ export function createClientErrorHandler({ logger, countAnswer, requestIds }: Cl
     afterCompleteRequestsAnswered(socket, () => {
       // A connection already closing (its last response said so) is left to close: nothing more is sent.
       if (socket.writableEnded) return;
+      // A request Fastify is serving (refused in its body, or too slow with it) is observed as its own,
+      // with its route and tenant, when its connection closes (src/gateway/request-observer.ts).
+      if (refusedMidway === undefined) countAnswer(answer.status);
+      else answeredRaw(refusedMidway, answer.status);
       answerAndClose(socket, answer, reqId);
     });
   };
@@ -171,7 +177,7 @@ export function answerConnectRequests(
   server.on('connect', (request: IncomingMessage, socket: Duplex) => {
     const answer = unroutedRequestError(request.method ?? '', request.url ?? '');
     const reqId = randomUUID();
-    countAnswer(answer.status, request.method);
+    countAnswer(answer.status);
     logger.info({ reqId, status: answer.status, method: 'CONNECT' }, 'client error');
     answerAndClose(socket, answer, reqId);
   });

@@ -23,3 +23,15 @@ export function leaveUnanswered(response: object): void {
 export function isLeftUnanswered(response: object): boolean {
   return responsesLeftUnanswered.has(response);
 }
+
+// Responses whose request Node's parser or its timeout refused midway (src/errors/client-error.ts): that
+// answer went out on the raw connection instead, with this status.
+const rawAnswerStatuses = new WeakMap<object, number>();
+
+export function answeredRaw(response: object, status: number): void {
+  rawAnswerStatuses.set(response, status);
+}
+
+export function rawAnswerStatus(response: object): number | undefined {
+  return rawAnswerStatuses.get(response);
+}

@@ -12,7 +12,7 @@
 import type { DoneFuncWithErrOrRes, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import fp from 'fastify-plugin';
 import { answeredErrorCode } from '../errors/error-handler.ts';
-import { isRefusedConnection } from '../errors/refused-connections.ts';
+import { isLeftUnanswered, rawAnswerStatus } from '../errors/refused-connections.ts';
 import type { GatewayMetrics, UpstreamErrorReason } from '../observability/metrics.ts';
 import { isUuid, type GatewayRoute } from '../routing/route-table.ts';
 import { requestIdParam } from './request-state.ts';
@@ -23,7 +23,7 @@ const NO_TENANT = 'none';
 // The method label too must not come from request data: any method outside this set is "other".
 const METHOD_LABELS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS']);
 const OTHER_METHOD = 'other';
-// The status logged and counted for a request whose connection closed before its answer was sent (the
+// The status logged and counted for a request whose connection closed before its answer began (the
 // client went away, or the drain's deadline cut it): nginx's "client closed request".
 const CONNECTION_CLOSED_STATUS = 499;
 // What the gateway answers when the upstream did not (src/upstream/client.ts).
@@ -78,24 +78,32 @@ export const requestObserver = fp<RequestObserverOptions>(
     function enterInflight(request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction) {
       metrics.inflight.inc();
       // 'close' fires exactly once, whether the response finished or its connection closed first. A
-      // finished one is observed by the onResponse hook; one whose connection closed (a create may have
-      // been forwarded and charged by then) never finishes, and is observed here.
-      // A connection gengate refused has the refusal's own line and count (src/errors/client-error.ts).
+      // finished one is observed by the onResponse hook; one whose connection closed first (a create may
+      // have been forwarded and charged by then) never finishes, and is observed here, with the status
+      // the client got: the raw answer to a request refused midway, the status of an answer cut after it
+      // began, or 499 when nothing was sent. A request that came after its connection was refused is
+      // never answered, and is no request served.
       reply.raw.on('close', () => {
         metrics.inflight.dec();
-        if (!reply.raw.writableFinished && !isRefusedConnection(request.raw.socket)) {
-          observe(request, reply, CONNECTION_CLOSED_STATUS);
-        }
+        const response = reply.raw;
+        if (response.writableFinished || isLeftUnanswered(response)) return;
+        const sent = response.headersSent ? reply.statusCode : CONNECTION_CLOSED_STATUS;
+        observe(request, reply, rawAnswerStatus(response) ?? sent, true);
       });
       next();
     }
 
     function observeRequest(request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction) {
-      observe(request, reply, reply.statusCode);
+      observe(request, reply, reply.statusCode, false);
       next();
     }
 
-    function observe(request: FastifyRequest, reply: FastifyReply, status: number): void {
+    function observe(
+      request: FastifyRequest,
+      reply: FastifyReply,
+      status: number,
+      connectionClosed: boolean,
+    ): void {
       const state = request.gateway;
       if (state.observed) return;
       state.observed = true;
@@ -130,6 +138,7 @@ export const requestObserver = fp<RequestObserverOptions>(
           upstreamMs: state.upstreamMs === undefined ? undefined : round(state.upstreamMs),
           ...state.policyLog,
           ...(logPrompts ? promptsOf(createBodyOf(request, state.route)) : undefined),
+          ...(connectionClosed ? { connectionClosed } : undefined),
         },
         'request',
       );
@@ -144,14 +153,13 @@ export const requestObserver = fp<RequestObserverOptions>(
 );
 
 /**
- * Counts an answer given outside any request's lifecycle (malformed HTTP, a head too large, a client too
- * slow, an unknown method, a CONNECT: src/errors/client-error.ts), under the labels of a request that
- * matched no route; `method` when Node parsed one.
+ * Counts an answer given outside any request's lifecycle (malformed HTTP, a head too large or too slow, an
+ * unknown method, a CONNECT: src/errors/client-error.ts), under the labels of a request that matched no
+ * route, with method `other`: no method was parsed, or none the label knows (CONNECT).
  */
 export function countUnroutedAnswer(metrics: GatewayMetrics) {
-  return (status: number, method: string | undefined): void => {
-    const label = method !== undefined && METHOD_LABELS.has(method) ? method : OTHER_METHOD;
-    metrics.httpRequests.labels(UNMATCHED_ROUTE, label, String(status), NO_TENANT).inc();
+  return (status: number): void => {
+    metrics.httpRequests.labels(UNMATCHED_ROUTE, OTHER_METHOD, String(status), NO_TENANT).inc();
   };
 }
 
