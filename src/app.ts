@@ -11,9 +11,10 @@ import { gatewayServerOptions } from './gateway/server-options.ts';
 
 export function buildApp(config: GatewayConfig, deps: GatewayParts): FastifyInstance {
   const credentialNames = Object.keys(config.upstream.credentials);
-  // A client offering an upstream token as its X-Request-Id gets a fresh id: the token is never echoed.
+  // A client offering an upstream token (or an id holding one) as its X-Request-Id gets a fresh id: the
+  // token is never echoed. Asked only of an id a client offers.
   const requestIds = createRequestIds((offered) =>
-    credentialNames.some((name) => deps.credentials.get(name) === offered),
+    credentialNames.some((name) => offered.includes(deps.credentials.get(name))),
   );
   const app = Fastify({
     loggerInstance: deps.logger,

@@ -11,10 +11,10 @@ const REQUEST_ID_FIELD = /^x-request-id:[ \t]*([^\r\n]*?)[ \t]*$/i;
 // A request line: a method token, a target without spaces, a version.
 const REQUEST_LINE = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+ [!-~]+ HTTP\/\d\.\d$/;
 
-// Tenant keys and webhook secrets start with gengate's own prefixes: an id that starts like one may be one.
-const SECRET_PREFIX = /^(?:ggk|whsec)_/i;
+// Tenant keys and webhook secrets start with gengate's own prefixes: an id holding one may hold a secret.
+const SECRET_PREFIX = /(?:ggk|whsec)_/i;
 
-/** Whether `value` is a secret the gateway holds that has no prefix of its own (an upstream token). */
+/** Whether `value` holds a secret the gateway has that has no prefix of its own (an upstream token). */
 export type IsHeldSecret = (value: string) => boolean;
 
 export interface RequestIds {

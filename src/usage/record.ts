@@ -11,7 +11,10 @@ function reportedCost(responseBody: Buffer): { requestId: string; costMicroUsd: 
   const { id, totalCost, completedAt } = readRecordSummary(responseBody);
   // Only a finished record's cost is final; counting earlier would count a partial figure.
   if (id === undefined || totalCost === undefined || completedAt === undefined) return undefined;
-  return { requestId: id, costMicroUsd: toMicroUsd(totalCost) };
+  const costMicroUsd = toMicroUsd(totalCost);
+  // The upstream is an untrusted peer: a cost no counter can hold exactly is not counted.
+  if (!Number.isSafeInteger(costMicroUsd) || costMicroUsd < 0) return undefined;
+  return { requestId: id, costMicroUsd };
 }
 
 function usageEventsFor(

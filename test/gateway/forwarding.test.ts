@@ -211,6 +211,9 @@ describe('responses', () => {
       UPSTREAM_TOKENS.shared,
       UPSTREAM_TOKENS.research,
       'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+      // Held inside an id, too.
+      `trace-${harness.keys.beta}`,
+      `${UPSTREAM_TOKENS.shared}-1`,
     ];
     for (const secret of secrets) {
       const answer = await call('POST', '/v1/images/generations', harness.keys.beta, '{}', {
