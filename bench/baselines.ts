@@ -19,6 +19,7 @@ const START_TIMEOUT_MS = 10_000;
 const STATIC_UPSTREAM = fileURLToPath(new URL('static-upstream.ts', import.meta.url));
 const BARE_PROXY = fileURLToPath(new URL('bare-proxy.ts', import.meta.url));
 const FASTIFY_FORWARD = fileURLToPath(new URL('fastify-forward.ts', import.meta.url));
+const LEAST_GATEWAY = fileURLToPath(new URL('least-gateway.ts', import.meta.url));
 const NGINX_TEMPLATE = fileURLToPath(new URL('nginx.conf.template', import.meta.url));
 
 export interface Listening {
@@ -32,15 +33,16 @@ async function startNodeScript(
   script: string,
   args: string[],
   nodeFlags: readonly string[] = [],
+  stdoutFile?: string,
 ): Promise<Listening> {
   const port = await freePort();
-  const child = spawnPinned(name, core, process.execPath, [
-    ...nodeFlags,
-    script,
-    '--port',
-    String(port),
-    ...args,
-  ]);
+  const child = spawnPinned(
+    name,
+    core,
+    process.execPath,
+    [...nodeFlags, script, '--port', String(port), ...args],
+    stdoutFile === undefined ? {} : { stdoutFile },
+  );
   await waitForPort(child, port, START_TIMEOUT_MS);
   return { process: child, port };
 }
@@ -68,6 +70,34 @@ export function startFastifyForward(upstreamUrl: string): Promise<Listening> {
     FASTIFY_FORWARD,
     ['--upstream', upstreamUrl],
     [...PRODUCTION_NODE_FLAGS, ...ALLOCATION_SAMPLER_FLAGS],
+  );
+}
+
+/** What bench/least-gateway.ts adds to the floor (its options). */
+export interface LeastWork {
+  /** The key, the body judged by the schema, the metrics. */
+  checks: boolean;
+  /** One log line per request. */
+  log: boolean;
+  /** One script call per request to this Redis. */
+  redisUrl: string | undefined;
+}
+
+/** The floor plus the least a gateway keeping the contract does per create, as deployed. */
+export function startLeastGateway(upstreamUrl: string, work: LeastWork, logFile: string): Promise<Listening> {
+  return startNodeScript(
+    'least-gateway',
+    PROXY_CORE,
+    LEAST_GATEWAY,
+    [
+      '--upstream',
+      upstreamUrl,
+      ...(work.checks ? ['--checks'] : []),
+      ...(work.log ? ['--log'] : []),
+      ...(work.redisUrl === undefined ? [] : ['--redis', work.redisUrl]),
+    ],
+    PRODUCTION_NODE_FLAGS,
+    logFile,
   );
 }
 

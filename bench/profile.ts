@@ -1,13 +1,16 @@
-// `node bench/profile.ts [--rate R] [--duration S] [--top N] [--allocations [--promoted]] [--no-features]`:
-// where each µs of gengate's CPU per request goes beyond its floor's (bench/fastify-forward.ts). Both run
-// under `--cpu-prof` with the benchmark's V8 flags and core, one after the other, at full load (50
+// `node bench/profile.ts [--rate R] [--duration S] [--top N] [--allocations [--promoted]] [--no-features]
+// [--least]`: where each µs of gengate's CPU per request goes beyond its floor's
+// (bench/fastify-forward.ts). Both run under `--cpu-prof` with the benchmark's V8 flags and core, one after the other, at full load (50
 // connections) or at a fixed rate (16 connections), and only the samples taken while the load ran are
 // counted, divided by the requests served: µs per request by origin (gengate's folders, each dependency,
 // Node's internals, the collector) and by function. With `--allocations`, the same for the bytes allocated
 // per request (V8's sampling heap profiler, bench/allocation.ts), also by the gengate function that asked
 // for them; with `--promoted`, only the bytes the scavenges did not free (bench/heap-sampling.ts). With
 // `--no-features`, gengate runs with every optional feature removed (the last step of
-// bench/feature-costs.ts): the path every request takes whatever is configured. Run `npm run build`
+// bench/feature-costs.ts): the path every request takes whatever is configured. With `--least`, the
+// baseline is the least gateway (bench/least-gateway.ts, every option on) instead of the floor: the
+// excess is then what gengate's own design costs beyond the least work the contract asks of a create on
+// the same stack (docs/decisions/0074-the-least-gateway-as-a-lower-bound.md). Run `npm run build`
 // first: gengate runs compiled, as deployed. See docs/performance.md.
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -35,9 +38,10 @@ import {
 } from './processes.ts';
 import { startRedis } from './redis.ts';
 import { fixed, formatTable } from './report.ts';
-import { SUBMISSION_BODY } from './request-body.ts';
+import { LEAST_GATEWAY_KEY, SUBMISSION_BODY } from './request-body.ts';
 
 const FASTIFY_FORWARD = fileURLToPath(new URL('fastify-forward.ts', import.meta.url));
+const LEAST_GATEWAY = fileURLToPath(new URL('least-gateway.ts', import.meta.url));
 const START_TIMEOUT_MS = 10_000;
 const WARMUP_SECONDS = 3;
 const MICROSECONDS_PER_SECOND = 1_000_000;
@@ -51,6 +55,7 @@ const { values } = parseArgs({
     allocations: { type: 'boolean' },
     'no-features': { type: 'boolean' },
     promoted: { type: 'boolean' },
+    least: { type: 'boolean' },
   },
   strict: true,
 });
@@ -59,6 +64,8 @@ if (values.promoted === true) {
   // Read by the preloaded sampler of every target started below (bench/heap-sampling.ts).
   process.env.BENCH_ALLOCATIONS_PROMOTED = '1';
 }
+// What gengate is compared with: the floor, or with --least the least gateway.
+const BASELINE = values.least === true ? 'least gateway' : 'floor';
 const rate = values.rate === undefined ? undefined : Number(values.rate);
 const durationSeconds = Number(values.duration ?? '10');
 const top = Number(values.top ?? '30');
@@ -127,32 +134,32 @@ async function profileTarget({ target, process: owner, profileDir }: Started, bo
 
 const perRequest = (amount: number | undefined, requests: number) => (amount ?? 0) / requests;
 
-/** `unit` per request by origin, floor beside gengate, largest excess first; then each one's top functions. */
-function printBreakdown(floor: Counted, gengate: Counted, unit: string, scale: number): void {
-  const origins = new Set([...floor.byOrigin.keys(), ...gengate.byOrigin.keys()]);
+/** `unit` per request by origin, the baseline beside gengate, largest excess first; then each one's top functions. */
+function printBreakdown(baseline: Counted, gengate: Counted, unit: string, scale: number): void {
+  const origins = new Set([...baseline.byOrigin.keys(), ...gengate.byOrigin.keys()]);
   const rows = [...origins]
     .map((origin) => {
-      const floorAmount = perRequest(floor.byOrigin.get(origin), floor.requests) / scale;
+      const baselineAmount = perRequest(baseline.byOrigin.get(origin), baseline.requests) / scale;
       const gengateAmount = perRequest(gengate.byOrigin.get(origin), gengate.requests) / scale;
-      return { origin, floorAmount, gengateAmount };
+      return { origin, baselineAmount, gengateAmount };
     })
-    .sort((a, b) => b.gengateAmount - b.floorAmount - (a.gengateAmount - a.floorAmount))
+    .sort((a, b) => b.gengateAmount - b.baselineAmount - (a.gengateAmount - a.baselineAmount))
     .slice(0, top);
   print(`\n${unit} per request by origin, largest excess first:`);
   print(
     formatTable(
-      ['origin', 'floor', 'gengate', 'excess'],
+      ['origin', BASELINE, 'gengate', 'excess'],
       rows.map((row) => [
         row.origin,
-        fixed(row.floorAmount, 1),
+        fixed(row.baselineAmount, 1),
         fixed(row.gengateAmount, 1),
-        fixed(row.gengateAmount - row.floorAmount, 1),
+        fixed(row.gengateAmount - row.baselineAmount, 1),
       ]),
     ),
   );
   for (const [label, counted] of [
     ['gengate', gengate],
-    ['floor', floor],
+    [BASELINE, baseline],
   ] as const) {
     print(`\n${label}: ${unit} per request by function (self), top ${top}:`);
     printRanked(counted.byFunction, counted.requests, scale);
@@ -171,12 +178,12 @@ function printRanked(amounts: Map<string, number>, requests: number, scale: numb
   );
 }
 
-function printComparison(floor: Profiled, gengate: Profiled): void {
-  printBreakdown(floor, gengate, 'µs (main-thread samples)', 1);
+function printComparison(baseline: Profiled, gengate: Profiled): void {
+  printBreakdown(baseline, gengate, 'µs (main-thread samples)', 1);
   print(
-    `\nCPU per request (every thread): floor ${fixed(floor.cpuMicrosecondsPerRequest, 1)} µs, gengate ` +
+    `\nCPU per request (every thread): ${BASELINE} ${fixed(baseline.cpuMicrosecondsPerRequest, 1)} µs, gengate ` +
       `${fixed(gengate.cpuMicrosecondsPerRequest, 1)} µs, ratio ` +
-      fixed(gengate.cpuMicrosecondsPerRequest / floor.cpuMicrosecondsPerRequest, 2),
+      fixed(gengate.cpuMicrosecondsPerRequest / baseline.cpuMicrosecondsPerRequest, 2),
   );
 }
 
@@ -193,8 +200,8 @@ async function sampleTarget({ target, process: owner }: Started, bodyFile: strin
     AllocationBreakdown;
 }
 
-function printAllocations(floor: Counted, gengate: Counted & AllocationBreakdown): void {
-  printBreakdown(floor, gengate, 'KB allocated', BYTES_PER_KB);
+function printAllocations(baseline: Counted, gengate: Counted & AllocationBreakdown): void {
+  printBreakdown(baseline, gengate, 'KB allocated', BYTES_PER_KB);
   print(`\ngengate: KB allocated per request by the gengate function on the stack that asked for them:`);
   printRanked(gengate.byCaller, gengate.requests, BYTES_PER_KB);
 }
@@ -215,22 +222,39 @@ try {
 
   const profilerFlags = (dir: string) =>
     values.allocations === true ? ALLOCATION_SAMPLER_FLAGS : ['--cpu-prof', `--cpu-prof-dir=${dir}`];
-  // Started one after the other, each measured alone: the floor first, then gengate.
-  const startFloor = async (): Promise<Started> => {
-    const profileDir = join(workDir, 'floor-profile');
+  // Started one after the other, each measured alone: the baseline first, then gengate.
+  const startBaseline = async (): Promise<Started> => {
+    const profileDir = join(workDir, 'baseline-profile');
     const port = await freePort();
-    const child = spawnPinned('fastify-forward', PROXY_CORE, process.execPath, [
-      ...PRODUCTION_NODE_FLAGS,
-      ...profilerFlags(profileDir),
-      FASTIFY_FORWARD,
-      '--port',
-      String(port),
-      '--upstream',
-      upstreamUrl,
-    ]);
+    const [script, work] =
+      values.least === true
+        ? [LEAST_GATEWAY, ['--checks', '--log', '--redis', redis.url]]
+        : [FASTIFY_FORWARD, []];
+    const child = spawnPinned(
+      BASELINE,
+      PROXY_CORE,
+      process.execPath,
+      [
+        ...PRODUCTION_NODE_FLAGS,
+        ...profilerFlags(profileDir),
+        script,
+        '--port',
+        String(port),
+        '--upstream',
+        upstreamUrl,
+        ...work,
+      ],
+      values.least === true ? { stdoutFile: join(workDir, 'least-gateway.log') } : {},
+    );
     started.push(child);
     await waitForPort(child, port, START_TIMEOUT_MS);
-    const target = { id: 'floor', label: 'floor', url: `http://127.0.0.1:${port}`, pid: child.pid };
+    const target = {
+      id: 'baseline',
+      label: BASELINE,
+      url: `http://127.0.0.1:${port}`,
+      pid: child.pid,
+      ...(values.least === true ? { authorization: `Bearer ${LEAST_GATEWAY_KEY}` } : {}),
+    };
     return { target, process: child, profileDir };
   };
   const startOurs = async (): Promise<Started> => {
@@ -254,11 +278,11 @@ try {
   };
 
   if (values.allocations === true) {
-    const floor = await sampleTarget(await startFloor(), bodyFile);
-    printAllocations(floor, await sampleTarget(await startOurs(), bodyFile));
+    const baseline = await sampleTarget(await startBaseline(), bodyFile);
+    printAllocations(baseline, await sampleTarget(await startOurs(), bodyFile));
   } else {
-    const floor = await profileTarget(await startFloor(), bodyFile);
-    printComparison(floor, await profileTarget(await startOurs(), bodyFile));
+    const baseline = await profileTarget(await startBaseline(), bodyFile);
+    printComparison(baseline, await profileTarget(await startOurs(), bodyFile));
   }
 } finally {
   await Promise.all(started.map((child) => child.stop()));

@@ -14,5 +14,8 @@ export const SUBMISSION_BODY =
 export const SUBMISSION_RESPONSE =
   '{"status":200,"data":{"requestId":"3f0c8a52-6b1d-4e2a-9c47-5d8e1f2a7b90"}}';
 
+/** The one tenant key the least gateway (bench/least-gateway.ts) knows. */
+export const LEAST_GATEWAY_KEY = 'ggk_least_gateway_key';
+
 /** Where the benchmark tenant's completion webhook points: the static upstream accepts it with 204. */
 export const WEBHOOK_PATH = '/bench-webhook';
