@@ -110,9 +110,12 @@ function afterCompleteRequestsAnswered(socket: Duplex, answer: () => void): void
  * The refused request's id: the client's when it offered a sane one and its head can be read (parsed
  * already, for a request refused in its body or too slow with it; else from the bytes the parser refused).
  */
-function refusedRequestId(error: ParserError, socket: Duplex, requestIds: RequestIds): string {
-  const response = responseInFlight(socket);
-  if (response !== undefined && !response.req.complete) return requestIds.forRequest(response.req);
+function refusedRequestId(
+  error: ParserError,
+  refusedMidway: ServerResponse | undefined,
+  requestIds: RequestIds,
+): string {
+  if (refusedMidway !== undefined) return requestIds.forRequest(refusedMidway.req);
   const { rawPacket, bytesParsed } = error;
   const offered =
     Buffer.isBuffer(rawPacket) && bytesParsed !== undefined
@@ -141,9 +144,11 @@ export function createClientErrorHandler({ logger, countAnswer, requestIds }: Cl
     // While the refusal waits for earlier responses, a request that completes after a timeout is not served.
     refuseConnection(socket);
     const answer = answerFor(error);
-    const reqId = refusedRequestId(error, socket, requestIds);
+    // The request Fastify is serving, when the refusal came while it still arrived (its body broke, or
+    // was too slow).
     const inFlight = responseInFlight(socket);
     const refusedMidway = inFlight !== undefined && !inFlight.req.complete ? inFlight : undefined;
+    const reqId = refusedRequestId(error, refusedMidway, requestIds);
     logger.info(
       {
         reqId,

@@ -5,6 +5,7 @@
 // echoed (docs/security.md).
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import { TENANT_KEY_PREFIX } from '../config/schema.ts';
 
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const REQUEST_ID_FIELD = /^x-request-id:[ \t]*([^\r\n]*?)[ \t]*$/i;
@@ -12,7 +13,7 @@ const REQUEST_ID_FIELD = /^x-request-id:[ \t]*([^\r\n]*?)[ \t]*$/i;
 const REQUEST_LINE = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+ [!-~]+ HTTP\/\d\.\d$/;
 
 // Tenant keys and webhook secrets start with gengate's own prefixes: an id holding one may hold a secret.
-const SECRET_PREFIX = /(?:ggk|whsec)_/i;
+const SECRET_PREFIX = new RegExp(`(?:${TENANT_KEY_PREFIX}|whsec_)`, 'i');
 
 /** Whether `value` holds a secret the gateway has that has no prefix of its own (an upstream token). */
 export type IsHeldSecret = (value: string) => boolean;
