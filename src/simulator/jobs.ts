@@ -72,13 +72,16 @@ export function isFinished(status: JobStatus): boolean {
 }
 
 export function createJobStore(timings: JobTimings): JobStore {
-  const byOwner = new Map<Account, Map<string, Job>>();
+  // Each owner's jobs by id, and those not yet seen finished: the concurrency check reads the latter on
+  // every create, where a scan of all the owner's jobs (the simulator keeps them all) made each create
+  // cost more than the last. A job leaves `unfinished` once a scan finds it finished.
+  const byOwner = new Map<Account, { byId: Map<string, Job>; unfinished: Set<Job> }>();
   const byFileToken = new Map<string, Job>();
 
-  function jobsOf(owner: Account): Map<string, Job> {
+  function jobsOf(owner: Account): { byId: Map<string, Job>; unfinished: Set<Job> } {
     let jobs = byOwner.get(owner);
     if (jobs === undefined) {
-      jobs = new Map();
+      jobs = { byId: new Map(), unfinished: new Set() };
       byOwner.set(owner, jobs);
     }
     return jobs;
@@ -104,7 +107,7 @@ export function createJobStore(timings: JobTimings): JobStore {
   return {
     submit(owner, plan, options) {
       const jobs = jobsOf(owner);
-      if (jobs.has(plan.id)) return 'conflict';
+      if (jobs.byId.has(plan.id)) return 'conflict';
       const createdAtMs = timings.clock();
       const startedAtMs = createdAtMs + timings.queuedMs;
       const { resultCostUsd } = options;
@@ -123,12 +126,13 @@ export function createJobStore(timings: JobTimings): JobStore {
         fails: options.fails,
         fileToken: randomUUID(),
       };
-      jobs.set(job.id, job);
+      jobs.byId.set(job.id, job);
+      jobs.unfinished.add(job);
       byFileToken.set(job.fileToken, job);
       return job;
     },
     find(owner, kind, id) {
-      const job = byOwner.get(owner)?.get(id.toLowerCase());
+      const job = byOwner.get(owner)?.byId.get(id.toLowerCase());
       return job?.kind === kind ? job : undefined;
     },
     findByFileToken: (fileToken) => byFileToken.get(fileToken),
@@ -139,8 +143,12 @@ export function createJobStore(timings: JobTimings): JobStore {
     unfinished(owner) {
       let count = 0;
       let nextFinishMs: number | undefined;
-      for (const job of byOwner.get(owner)?.values() ?? []) {
-        if (isFinished(lifecycleOf(job).status)) continue;
+      const unfinished = byOwner.get(owner)?.unfinished ?? new Set<Job>();
+      for (const job of unfinished) {
+        if (isFinished(lifecycleOf(job).status)) {
+          unfinished.delete(job);
+          continue;
+        }
         count += 1;
         nextFinishMs = Math.min(nextFinishMs ?? job.finishesAtMs, job.finishesAtMs);
       }
@@ -149,7 +157,7 @@ export function createJobStore(timings: JobTimings): JobStore {
     usageSince(owner, sinceMs) {
       const usage = { images: 0, videoSeconds: 0, costUsd: 0 };
       const costs: number[] = [];
-      for (const job of byOwner.get(owner)?.values() ?? []) {
+      for (const job of byOwner.get(owner)?.byId.values() ?? []) {
         if (job.createdAtMs < sinceMs) continue;
         usage.images += job.images;
         usage.videoSeconds += job.videoSeconds;

@@ -1,5 +1,6 @@
 // Per-account limits [doc]: at most 25 requests queued at once, and requests per minute with
 // X-RateLimit-* headers whose Reset is absolute UTC epoch seconds.
+import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, test } from 'vitest';
 import type { SimulatorServer } from '../../src/simulator/server.ts';
 import { AUTH, call, postImage, postVideo, startTestSimulator } from './simulator-client.ts';
@@ -42,6 +43,38 @@ describe('at most 25 queued requests per account', () => {
     expect((await postImage(simulator, {})).status).toBe(200);
     expect((await postImage(simulator, {})).status).toBe(200);
     expect((await postImage(simulator, {})).status).toBe(429);
+  });
+
+  test('a cancelled job frees its place at once', async () => {
+    simulator = await startTestSimulator({ queuedMs: 60_000, maxQueued: 1 });
+    const requestId = randomUUID();
+    expect((await postVideo(simulator, { requestId, duration: 3 })).status).toBe(200);
+    expect((await postImage(simulator, {})).status).toBe(429);
+    expect((await call(simulator, 'DELETE', `/v1/videos/generations/${requestId}`)).status).toBe(200);
+    expect((await postImage(simulator, {})).status).toBe(200);
+  });
+
+  // Regression: the check read every job the account ever made, so that each create cost more than the
+  // last; under a flood of thousands the simulator's thread took the CPU the load generator needed. Every
+  // stage of a job is computed from the clock, so the clock's readings count the jobs a create looks at.
+  test('what a create reads does not grow with the jobs the account has finished', async () => {
+    let clockReadings = 0;
+    simulator = await startTestSimulator({
+      clock: () => {
+        clockReadings += 1;
+        return Date.parse('2026-05-01T08:00:00.000Z');
+      },
+      requestsPerMinute: 100_000,
+    });
+    const readingsOfACreate = async () => {
+      const before = clockReadings;
+      expect((await postImage(simulator!, {})).status).toBe(200);
+      return clockReadings - before;
+    };
+    await readingsOfACreate();
+    const afterOne = await readingsOfACreate();
+    for (let index = 0; index < 200; index++) await postImage(simulator, {});
+    expect(await readingsOfACreate()).toBe(afterOne);
   });
 });
 
