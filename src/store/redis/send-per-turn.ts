@@ -2,25 +2,32 @@
 //
 // Under load the gateway sends several commands per turn (admissions, the records of answers, the usage
 // meter), and a command written at once costs a system call apiece: once the largest single cost of a
-// request in the CPU profile (docs/performance.md). On a single Redis the turn's commands go into one
-// ioredis pipeline (its public `pipeline()`, a callback per command), executed in the turn's check phase
-// (setImmediate, right after the poll phase has handed over every request that was ready), so they leave
-// together without waiting for any earlier reply: unlike ioredis's auto-pipelining, which holds new
-// commands back while a batch is in flight (decision 0003).
+// request in the CPU profile (docs/performance.md). On a single Redis the turn's first command corks the
+// connection's socket (Node's `socket.cork()`), each command goes through the connection's own command
+// method (a callback each, so ioredis writes it at once into the corked socket), and the turn's check
+// phase (setImmediate, right after the poll phase has handed over every request that was ready)
+// uncorks it: the turn's commands leave in one `writev`, without waiting for any earlier reply, unlike
+// ioredis's auto-pipelining, which holds new commands back while a batch is in flight (decision 0003).
 //
-// Calls batched per turn (batchPerTurn, below) join the turn's pipeline in an order that keeps what a
+// Not an ioredis `pipeline()` per turn (decision 0076): its constructor gives each pipeline a `length`
+// accessor of its own, so V8 makes each one a hidden class in the old generation that points back at
+// it; every pipeline, its commands and what their callbacks reach then outlive the young generation and
+// wait for the next mark-compact, whose marking made the replica's tail below saturation.
+//
+// Calls batched per turn (batchPerTurn, below) join the turn's write in an order that keeps what a
 // request reads up to date: the records of answers go before any later command (so a repeat admitted in
 // the same turn sees its original's answer, whatever path its admission takes), and the turn's admissions
 // go at its end, after those records. A Cluster sends each command at once: its keys spread over slots
-// that one pipeline cannot span.
-import { Redis, type ChainableCommander } from 'ioredis';
+// on several masters.
+import { Redis } from 'ioredis';
+import type { Socket } from 'node:net';
 import type { RedisConnection } from './connection.ts';
 import type { ScriptArg } from './scripts.ts';
 
 type Send = () => void;
 
 /**
- * When a batch of the turn is sent; both run before the turn's pipeline leaves. A send must not throw
+ * When a batch of the turn is sent; both run before the turn's write leaves. A send must not throw
  * (batchPerTurn hands every error to its callers): the sends after it in the turn would be lost.
  */
 export interface TurnSchedule {
@@ -37,20 +44,32 @@ export interface CommandSender {
   turn: TurnSchedule | undefined;
 }
 
-function commandOf(target: RedisConnection | ChainableCommander, command: string) {
-  const method: unknown = Reflect.get(target, command);
+function commandOf(connection: RedisConnection, command: string) {
+  const method: unknown = Reflect.get(connection, command);
   if (typeof method !== 'function') throw new Error(`ioredis has no ${command} command`);
   return method as (...args: unknown[]) => unknown;
 }
 
+function sendNow(connection: RedisConnection, command: string, args: readonly ScriptArg[]): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    commandOf(connection, command).call(
+      connection,
+      ...args,
+      (error: Error | null | undefined, reply?: unknown) => {
+        if (error === null || error === undefined) resolve(reply);
+        else reject(error);
+      },
+    );
+  });
+}
+
 export function createCommandSender(connection: RedisConnection): CommandSender {
   if (!(connection instanceof Redis)) {
-    return {
-      send: (command, args) => commandOf(connection, command).call(connection, ...args) as Promise<unknown>,
-      turn: undefined,
-    };
+    return { send: (command, args) => sendNow(connection, command, args), turn: undefined };
   }
-  let pipeline: ChainableCommander | undefined;
+  // The socket corked by the turn's first command: the one uncorked at its end, even should the
+  // connection have replaced its socket meanwhile (a reconnection).
+  let corked: Socket | undefined;
   let beforeNext: Send[] = [];
   let atEnd: Send[] = [];
   let endScheduled = false;
@@ -71,10 +90,9 @@ export function createCommandSender(connection: RedisConnection): CommandSender 
       sendBeforeNext();
     } finally {
       endScheduled = false;
-      const sending = pipeline;
-      pipeline = undefined;
-      // Each command's reply or error goes to its own callback.
-      void sending?.exec();
+      const socket = corked;
+      corked = undefined;
+      socket?.uncork();
     }
   };
   const endTurnSoon = (): void => {
@@ -85,21 +103,15 @@ export function createCommandSender(connection: RedisConnection): CommandSender 
   return {
     send(command, args) {
       if (beforeNext.length > 0) sendBeforeNext();
-      if (pipeline === undefined) {
-        pipeline = connection.pipeline();
+      if (corked === undefined) {
+        // ioredis's socket (TLS or not). Its typings promise one, but there is none until the first
+        // connection attempt has made it; a command sent then fails at once, unwritten.
+        const socket = connection.stream as Socket | undefined;
+        corked = socket;
+        socket?.cork();
         endTurnSoon();
       }
-      const target = pipeline;
-      return new Promise((resolve, reject) => {
-        commandOf(target, command).call(
-          target,
-          ...args,
-          (error: Error | null | undefined, reply?: unknown) => {
-            if (error === null || error === undefined) resolve(reply);
-            else reject(error);
-          },
-        );
-      });
+      return sendNow(connection, command, args);
     },
     turn: {
       beforeNextCommand: (send) => {
