@@ -1,9 +1,9 @@
-// Overload (docs/reliability.md, "Overload"): one replica offered four times its measured capacity (at most
-// MAX_FLOOD_RATE) for 5 s, in heavy but valid submissions on new connections at a fixed rate (an open loop:
-// clients that do not wait for each other), answers nearly every request within a second, with 200 or a fast 503 overloaded and
-// Retry-After, rather than serving them late or leaving the kernel to reset them; and within a second of
-// the flood's end it serves an ordinary request at once, because what was queued during the flood was shed
-// rather than served late.
+// Overload (docs/reliability.md, "Overload"): one replica offered four times its measured capacity (at
+// most MAX_FLOOD_RATE) for 5 s, in heavy but valid submissions on new connections at a fixed rate (an open
+// loop: clients that do not wait for each other), answers nearly every request within a second, with 200
+// or a fast 503 overloaded and Retry-After, rather than serving them late or leaving the kernel to reset
+// them; and within a second of the flood's end it serves an ordinary request at once, because what was
+// queued during the flood was shed rather than served late.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { generateTenantKey } from '../../src/auth/keys.ts';

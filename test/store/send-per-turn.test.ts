@@ -1,7 +1,7 @@
 // The store sends the commands of one event-loop turn in one socket write (src/store/redis/
-// send-per-turn.ts, the connection's socket corked for the turn), and holds none back for an earlier reply. Seen on the
-// connection's socket and from a TCP relay in front of a real Redis that counts what arrives and can hold
-// Redis's replies back.
+// send-per-turn.ts, the connection's socket corked for the turn), and holds none back for an earlier
+// reply. Seen on the connection's socket and from a TCP relay in front of a real Redis that counts what
+// arrives and can hold Redis's replies back.
 import { createServer, connect, type Server, type AddressInfo, type Socket } from 'node:net';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
