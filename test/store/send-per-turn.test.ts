@@ -17,6 +17,7 @@ import {
   type RedisCluster,
   type RedisServer,
 } from '../support/redis-server.ts';
+import { freePort } from '../support/free-port.ts';
 import { waitFor } from '../support/wait-for.ts';
 
 const COMMANDS_IN_ONE_TURN = 20;
@@ -24,6 +25,35 @@ const COMMAND_TIMEOUT_MS = 2_000;
 const SET_COMMAND = /\$3\r\nset\r\n/gi;
 
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+
+/**
+ * The writes `socket` hands to the kernel while `turn` runs: Node gives a corked socket's chunks to one
+ * `_writev` (or `_write`, for one chunk) when it is uncorked, and each chunk of an uncorked socket to a
+ * `_write` of its own as it comes. The relay cannot tell the two apart: it reads only once the test
+ * yields, when separate writes may already sit in its receive buffer together.
+ */
+async function kernelWritesDuring(socket: Socket, turn: () => Promise<void>): Promise<number> {
+  const write = socket._write.bind(socket);
+  const writev = socket._writev?.bind(socket);
+  let writes = 0;
+  socket._write = (...args) => {
+    writes += 1;
+    write(...args);
+  };
+  if (writev !== undefined)
+    socket._writev = (...args) => {
+      writes += 1;
+      writev(...args);
+    };
+  try {
+    await turn();
+  } finally {
+    // The prototype's methods again.
+    Reflect.deleteProperty(socket, '_write');
+    Reflect.deleteProperty(socket, '_writev');
+  }
+  return writes;
+}
 
 describe('a single Redis', () => {
   let redis: RedisServer;
@@ -71,15 +101,19 @@ describe('a single Redis', () => {
 
   test('the commands of one turn leave in one write, each answered in order', async () => {
     chunksFromClient.length = 0;
-    const replies = Promise.all(
-      Array.from({ length: COMMANDS_IN_ONE_TURN }, (_, index) =>
-        sender.send('incrby', ['counter', index + 1]),
-      ),
-    );
-    // Held in the corked socket until the turn's check phase, then written together.
-    expect((connection.stream).writableCorked).toBe(1);
-    await nextTurn();
-    expect((connection.stream).writableCorked).toBe(0);
+    let replies: Promise<unknown[]> | undefined;
+    const writes = await kernelWritesDuring(connection.stream, async () => {
+      replies = Promise.all(
+        Array.from({ length: COMMANDS_IN_ONE_TURN }, (_, index) =>
+          sender.send('incrby', ['counter', index + 1]),
+        ),
+      );
+      // Held in the corked socket until the turn's check phase, then written together.
+      expect(connection.stream.writableCorked).toBe(1);
+      await nextTurn();
+      expect(connection.stream.writableCorked).toBe(0);
+    });
+    expect(writes).toBe(1);
     expect(await replies).toEqual(
       Array.from({ length: COMMANDS_IN_ONE_TURN }, (_, index) => ((index + 1) * (index + 2)) / 2),
     );
@@ -92,10 +126,13 @@ describe('a single Redis', () => {
     if (schedule === undefined) throw new Error('a single Redis has a turn schedule');
     chunksFromClient.length = 0;
     const replies: Promise<unknown>[] = [];
-    schedule.atTurnEnd(() => replies.push(sender.send('set', ['at-turn-end', '1'])));
-    schedule.beforeNextCommand(() => replies.push(sender.send('set', ['before-next', '1'])));
-    replies.push(sender.send('set', ['direct', '1']));
-    await nextTurn();
+    const writes = await kernelWritesDuring(connection.stream, async () => {
+      schedule.atTurnEnd(() => replies.push(sender.send('set', ['at-turn-end', '1'])));
+      schedule.beforeNextCommand(() => replies.push(sender.send('set', ['before-next', '1'])));
+      replies.push(sender.send('set', ['direct', '1']));
+      await nextTurn();
+    });
+    expect(writes).toBe(1);
     expect(await Promise.all(replies)).toEqual(['OK', 'OK', 'OK']);
     expect(chunksFromClient).toHaveLength(1);
     const sent = chunksFromClient[0]!.toString();
@@ -110,10 +147,15 @@ describe('a single Redis', () => {
     if (schedule === undefined) throw new Error('a single Redis has a turn schedule');
     chunksFromClient.length = 0;
     let reply: Promise<unknown> | undefined;
-    schedule.atTurnEnd(() => {
-      reply = sender.send('set', ['alone', '1']);
+    const writes = await kernelWritesDuring(connection.stream, async () => {
+      schedule.atTurnEnd(() => {
+        reply = sender.send('set', ['alone', '1']);
+        expect(connection.stream.writableCorked).toBe(1);
+      });
+      await nextTurn();
     });
-    await nextTurn();
+    expect(writes).toBe(1);
+    expect(connection.stream.writableCorked).toBe(0);
     expect(await reply).toBe('OK');
     expect(chunksFromClient).toHaveLength(1);
   });
@@ -137,6 +179,27 @@ describe('a single Redis', () => {
       expect(pipelines).toBe(0);
     } finally {
       connection.pipeline = pipeline;
+    }
+  });
+
+  test('a command sent before the connection is up fails at once and leaves no socket corked', async () => {
+    const unreachable = createRedisConnection({
+      url: `redis://127.0.0.1:${await freePort()}/0`,
+      keyPrefix: 'coalesce:',
+      commandTimeoutMs: COMMAND_TIMEOUT_MS,
+    });
+    unreachable.on('error', () => {
+      // Nothing listens there: the connection's errors are expected.
+    });
+    try {
+      const early = createCommandSender(unreachable);
+      await expect(early.send('set', ['never', '1'])).rejects.toThrow();
+      await nextTurn();
+      // ioredis's typings promise a socket; there may be none yet.
+      const socket = (unreachable as Redis).stream as Socket | undefined;
+      expect(socket?.writableCorked ?? 0).toBe(0);
+    } finally {
+      unreachable.disconnect();
     }
   });
 

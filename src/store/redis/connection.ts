@@ -100,7 +100,8 @@ export function createRedisConnection(
   const url = options.url ?? DEFAULT_REDIS_URL;
   // No auto-pipelining: ioredis keeps one auto-pipeline in flight per connection, so a request's command
   // issued meanwhile waits for that batch's round trip before it is even written (docs/performance.md).
-  // The store sends the commands of one event-loop turn in one pipeline instead (send-per-turn.ts).
+  // The store writes the commands of one event-loop turn in one write instead, its socket corked for the
+  // turn (send-per-turn.ts).
   const redis = new Redis(url, { ...perNode, keyPrefix: options.keyPrefix });
   logStateChanges(redis, redactRedisUrl(url), logger);
   return redis;

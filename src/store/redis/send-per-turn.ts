@@ -4,10 +4,11 @@
 // meter), and a command written at once costs a system call apiece: once the largest single cost of a
 // request in the CPU profile (docs/performance.md). On a single Redis the turn's first command corks the
 // connection's socket (Node's `socket.cork()`), each command goes through the connection's own command
-// method (a callback each, so ioredis writes it at once into the corked socket), and the turn's check
-// phase (setImmediate, right after the poll phase has handed over every request that was ready)
-// uncorks it: the turn's commands leave in one `writev`, without waiting for any earlier reply, unlike
-// ioredis's auto-pipelining, which holds new commands back while a batch is in flight (decision 0003).
+// method with a callback for its reply (on a ready connection without auto-pipelining, ioredis writes a
+// command to its socket as it is sent, so into the corked socket), and the turn's check phase
+// (setImmediate, right after the poll phase has handed over every request that was ready) uncorks it:
+// the turn's commands leave in one `writev`, without waiting for any earlier reply, unlike ioredis's
+// auto-pipelining, which holds new commands back while a batch is in flight (decision 0003).
 //
 // Not an ioredis `pipeline()` per turn (decision 0076): its constructor gives each pipeline a `length`
 // accessor of its own, so V8 makes each one a hidden class in the old generation that points back at
