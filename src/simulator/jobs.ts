@@ -71,14 +71,21 @@ export function isFinished(status: JobStatus): boolean {
   return status === 'completed' || status === 'failed' || status === 'cancelled';
 }
 
+/**
+ * One owner's jobs by id, and those not yet seen finished: the concurrency check reads the latter on every
+ * create, where a scan of all the owner's jobs (the simulator keeps them all) made each create cost more
+ * than the last. A job leaves `unfinished` once a scan finds it finished.
+ */
+interface OwnerJobs {
+  byId: Map<string, Job>;
+  unfinished: Set<Job>;
+}
+
 export function createJobStore(timings: JobTimings): JobStore {
-  // Each owner's jobs by id, and those not yet seen finished: the concurrency check reads the latter on
-  // every create, where a scan of all the owner's jobs (the simulator keeps them all) made each create
-  // cost more than the last. A job leaves `unfinished` once a scan finds it finished.
-  const byOwner = new Map<Account, { byId: Map<string, Job>; unfinished: Set<Job> }>();
+  const byOwner = new Map<Account, OwnerJobs>();
   const byFileToken = new Map<string, Job>();
 
-  function jobsOf(owner: Account): { byId: Map<string, Job>; unfinished: Set<Job> } {
+  function jobsOf(owner: Account): OwnerJobs {
     let jobs = byOwner.get(owner);
     if (jobs === undefined) {
       jobs = { byId: new Map(), unfinished: new Set() };
