@@ -32,10 +32,15 @@ export interface BenchOptions {
   smoke: boolean;
   /** A git revision of gengate to build and measure beside this one, in the same rounds. */
   against: string | undefined;
+  /**
+   * The Node targets' helper threads (the collector's, libuv's pool) may also run on the load core; each
+   * event loop keeps the proxy core alone. A replica without a CPU limit on a node of several cores.
+   */
+  spareCore: boolean;
 }
 
 const USAGE = `usage: npm run bench -- [--duration S] [--rounds N] [--warmup S] [--connections N] [--rate R]
-                        [--soak S] [--profile] [--smoke] [--against GIT-REF]`;
+                        [--soak S] [--profile] [--smoke] [--against GIT-REF] [--spare-core]`;
 
 /** The value of option `--name`, a whole number, or `fallback` when it is not given; `usage` on a mistake. */
 export function wholeNumber(name: string, text: string | undefined, fallback: number, usage = USAGE): number {
@@ -59,6 +64,7 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
       profile: { type: 'boolean', default: false },
       smoke: { type: 'boolean', default: false },
       against: { type: 'string' },
+      'spare-core': { type: 'boolean', default: false },
     },
   });
   if (values.against?.trim() === '') throw new Error(`--against needs a git revision\n${USAGE}`);
@@ -81,5 +87,6 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
     profile: values.profile,
     smoke,
     against: values.against,
+    spareCore: values['spare-core'],
   };
 }

@@ -30,6 +30,11 @@ export function findExecutable(name: string): string | undefined {
 
 const canPin = availableParallelism() > PROXY_CORE && findExecutable('taskset') !== undefined;
 
+/** Whether processes are pinned: taskset is installed and there is a core beside the load core. */
+export function pinningAvailable(): boolean {
+  return canPin;
+}
+
 export interface BenchProcess {
   name: string;
   pid: number;
@@ -118,10 +123,32 @@ export async function runPinned(
   return stdout;
 }
 
-export function pinningNote(): string {
-  return canPin
-    ? `proxy on core ${PROXY_CORE}; load generator, upstream and Redis on core ${LOAD_CORE}`
-    : 'not pinned (taskset missing or fewer than 2 cores): figures are not comparable with pinned runs';
+/**
+ * Lets `owner`'s helper threads (V8's collector and compiler threads, libuv's pool) run on the load core
+ * too, its main thread staying alone on the proxy core: how a replica without a CPU limit runs on a node
+ * of several cores. Threads started later inherit the main thread's core. Nothing when not pinned.
+ */
+export function spareCoreForHelpers(owner: BenchProcess): void {
+  if (!canPin) return;
+  execFileSync('taskset', [
+    '--all-tasks',
+    '--pid',
+    '--cpu-list',
+    `${LOAD_CORE},${PROXY_CORE}`,
+    String(owner.pid),
+  ]);
+  // A thread's id is the process's id for its main thread only.
+  execFileSync('taskset', ['--pid', '--cpu-list', String(PROXY_CORE), String(owner.pid)]);
+}
+
+export function pinningNote(spareCore = false): string {
+  if (!canPin) {
+    return 'not pinned (taskset missing or fewer than 2 cores): figures are not comparable with pinned runs';
+  }
+  const proxies = spareCore
+    ? `proxy's event loop on core ${PROXY_CORE}, its helper threads on cores ${LOAD_CORE} and ${PROXY_CORE}`
+    : `proxy on core ${PROXY_CORE}`;
+  return `${proxies}; load generator, upstream and Redis on core ${LOAD_CORE}`;
 }
 
 function portAccepts(port: number): Promise<boolean> {

@@ -26,7 +26,7 @@ import { startBareProxy, startFastifyForward, startNginx, startStaticUpstream } 
 import { wrkPath } from './load.ts';
 import { measure, median, type Measurement, type Target } from './measure.ts';
 import { FIXED_RATE_CONNECTIONS, parseBenchOptions, type BenchOptions } from './options.ts';
-import { pinningNote, type BenchProcess } from './processes.ts';
+import { pinningNote, spareCoreForHelpers, type BenchProcess } from './processes.ts';
 import { startRedis } from './redis.ts';
 import {
   buildComparisonTable,
@@ -278,6 +278,7 @@ async function startTargets(
     nodeFlags: ALLOCATION_SAMPLER_FLAGS,
   });
   started.push(gengate.process);
+  const nodeProxies = [bare.process, floor.process, gengate.process];
   let otherTarget: Target | undefined;
   if (otherBuild !== undefined) {
     // The same configuration, flags and core: the two builds differ only in their code.
@@ -291,6 +292,7 @@ async function startTargets(
       name: 'gengate-against',
     });
     started.push(other.process);
+    nodeProxies.push(other.process);
     if (other.leftOutOfConfig.length > 0) {
       print(
         `gengate@${otherBuild.ref} runs without what it does not know: ${other.leftOutOfConfig.join(', ')}`,
@@ -298,6 +300,7 @@ async function startTargets(
     }
     otherTarget = gengateTarget(other, otherBuild);
   }
+  if (options.spareCore) for (const proxy of nodeProxies) spareCoreForHelpers(proxy);
   const nginx = await startNginx(workDir, upstream.port);
   if (nginx !== undefined) started.push(nginx.process);
   else print('nginx not installed: its row is left out');
@@ -606,7 +609,7 @@ function writeResults(file: string, stamp: string, results: BenchResults): void 
         node: process.version,
         cpu: cpus()[0]?.model,
         cores: availableParallelism(),
-        pinning: pinningNote(),
+        pinning: pinningNote(options.spareCore),
         loadAverageAtEnd: loadavg(),
         options,
         requestBodyBytes: SUBMISSION_BODY.length,
@@ -644,7 +647,7 @@ async function main(): Promise<void> {
   const started: BenchProcess[] = [];
   try {
     print(
-      `gengate benchmark: ${pinningNote()}; ${availableParallelism()} cores (${cpus()[0]?.model ?? '?'})`,
+      `gengate benchmark: ${pinningNote(options.spareCore)}; ${availableParallelism()} cores (${cpus()[0]?.model ?? '?'})`,
     );
     print(`Node ${process.version}; load average ${loadAverage()}; body ${SUBMISSION_BODY.length} bytes`);
     const bench = await startTargets(options, workDir, started);

@@ -79,6 +79,7 @@ interface PodSpec {
     env?: { name: string; valueFrom?: { secretKeyRef: { name: string; key: string } } }[];
     volumeMounts: { name: string; mountPath: string }[];
     lifecycle: { preStop: { sleep: { seconds: number } } };
+    resources: object;
   }[];
   volumes: { name: string; secret?: { secretName: string } }[];
 }
@@ -298,6 +299,16 @@ describe('what a release gets', () => {
       privileged: false,
       capabilities: { drop: ['ALL'] },
       seccompProfile: { type: 'RuntimeDefault' },
+    });
+  });
+
+  // Protects the tail (decision 0077): without a CPU limit the pod is Burstable, so no CFS quota throttles
+  // the event loop while the collector's threads run beside it, and no static CPU manager gives it one
+  // exclusive core that those threads would have to share with the event loop.
+  it('requests CPU and memory, limits memory only: a Burstable pod whose collector may use a spare core', () => {
+    expect(gengateContainer(rendered(DEFAULT_VALUES)).resources).toEqual({
+      requests: { cpu: '500m', memory: '256Mi' },
+      limits: { memory: '512Mi' },
     });
   });
 
