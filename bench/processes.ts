@@ -126,7 +126,9 @@ export async function runPinned(
 /**
  * Lets `owner`'s helper threads (V8's collector and compiler threads, libuv's pool) run on the load core
  * too, its main thread staying alone on the proxy core: how a replica without a CPU limit runs on a node
- * of several cores. Threads started later inherit the main thread's core. Nothing when not pinned.
+ * of several cores. A thread started later inherits the main thread's core alone; call it once the
+ * target is ready (gengate's libuv pool has started by then: it read its configuration file). Nothing
+ * when not pinned (the run's pinning note says so).
  */
 export function spareCoreForHelpers(owner: BenchProcess): void {
   if (!canPin) return;

@@ -2,7 +2,8 @@
 // (docs/decisions/0077-the-collector-on-a-spare-core.md). The comparison means something only if the
 // option moves the helper threads and leaves the main thread alone on the proxy core: a main thread let
 // onto the load core would compete with wrk, and helpers left on the proxy core would measure nothing new.
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, expect, test } from 'vitest';
 import {
   LOAD_CORE,
@@ -12,6 +13,7 @@ import {
   spawnPinned,
   type BenchProcess,
 } from '../../bench/processes.ts';
+import { makeTempFolder } from '../support/temp-folders.ts';
 import { waitFor } from '../support/wait-for.ts';
 
 const CPUS_ALLOWED = /^Cpus_allowed_list:\s+(\S+)$/m;
@@ -31,11 +33,20 @@ afterEach(async () => {
 });
 
 test('the helper threads may run on both cores, the main thread keeps the proxy core alone', async () => {
-  child = spawnPinned('idle', PROXY_CORE, process.execPath, ['-e', 'setInterval(() => {}, 1000)']);
+  // Node starts its threads in stages before it runs the script: once the script has written its line,
+  // every thread it starts when idle exists, and none is made after the option has run.
+  const stdoutFile = join(await makeTempFolder('spare-core-'), 'stdout');
+  child = spawnPinned(
+    'idle',
+    PROXY_CORE,
+    process.execPath,
+    ['-e', 'console.log("running"); setInterval(() => {}, 1000)'],
+    { stdoutFile },
+  );
   const pid = child.pid;
-  // V8 starts its worker threads with the isolate; wait until they exist.
-  await waitFor("V8's worker threads", () => coresOfEachThread(pid).size > 1);
+  await waitFor('the script to run', () => existsSync(stdoutFile) && readFileSync(stdoutFile, 'utf8') !== '');
   const before = coresOfEachThread(pid);
+  expect(before.size).toBeGreaterThan(1);
 
   spareCoreForHelpers(child);
 

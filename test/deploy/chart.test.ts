@@ -302,10 +302,10 @@ describe('what a release gets', () => {
     });
   });
 
-  // Protects the tail (decision 0077): without a CPU limit the pod is Burstable, so no CFS quota throttles
-  // the event loop while the collector's threads run beside it, and no static CPU manager gives it one
-  // exclusive core that those threads would have to share with the event loop.
-  it('requests CPU and memory, limits memory only: a Burstable pod whose collector may use a spare core', () => {
+  // Protects the tail (decision 0077): without a CPU limit no CFS quota throttles the container while the
+  // collector's threads run beside the event loop, and a pod that is not Guaranteed gets no exclusive
+  // core from a static CPU manager, which those threads would have to share with the event loop.
+  it('requests CPU and memory, limits memory only: the collector may use a spare core', () => {
     expect(gengateContainer(rendered(DEFAULT_VALUES)).resources).toEqual({
       requests: { cpu: '500m', memory: '256Mi' },
       limits: { memory: '512Mi' },
